@@ -1,0 +1,25 @@
+/** Jest runs in ESM mode: the NestJS 12 packages are ESM-only and Jest's CommonJS loader cannot require them. */
+module.exports = {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleFileExtensions: ['ts', 'js', 'json'],
+  rootDir: '.',
+  roots: ['<rootDir>/libs', '<rootDir>/apps', '<rootDir>/test'],
+  testRegex: '.*\\.(spec|e2e-spec)\\.ts$',
+  // End-to-end specs share one broker and one PostgreSQL server and start child apps: run suites one at a time.
+  maxWorkers: 1,
+  testTimeout: 60_000,
+  moduleNameMapper: {
+    '^@app/reliable-messaging$': '<rootDir>/libs/reliable-messaging/src',
+    '^@app/reliable-messaging/(.*)$': '<rootDir>/libs/reliable-messaging/src/$1',
+  },
+  transform: {
+    '^.+\\.ts$': [
+      'ts-jest',
+      {
+        useESM: true,
+        tsconfig: '<rootDir>/tsconfig.jest.json',
+      },
+    ],
+  },
+};

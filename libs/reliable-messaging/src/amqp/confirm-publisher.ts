@@ -1,0 +1,152 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { ChannelModel, ConfirmChannel, Message } from 'amqplib';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
+import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import type { OutboundMessage } from '../envelope/envelope';
+import { PublishError, PublishRejectedError, PublishTimeoutError, UnroutableMessageError } from '../errors/publish.error';
+import { errorMessage } from '../util/error-text';
+import { AmqpConnection } from './amqp-connection.service';
+
+interface Pending {
+  messageId: string;
+  returned?: string;
+}
+
+/**
+ * Publishes on a confirm channel: persistent, `mandatory`, and resolved only when the broker confirms.
+ * An unroutable message (returned by the broker before its confirm) rejects with UnroutableMessageError; a
+ * missing confirm rejects after the timeout; when the channel closes every pending confirm rejects. Writes wait
+ * for 'drain' when the socket buffer is full, so nothing piles up in memory.
+ */
+@Injectable()
+export class ConfirmPublisher {
+  private readonly logger = new Logger('ReliableMessaging');
+  private channel?: ConfirmChannel;
+  private opening?: Promise<ConfirmChannel>;
+  private drained: Promise<void> = Promise.resolve();
+  private readonly pendingById = new Map<string, Pending[]>();
+
+  constructor(
+    private readonly connection: AmqpConnection,
+    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+  ) {
+    connection.onConnect(async (model) => {
+      this.channel = undefined;
+      this.opening = undefined;
+      await this.open(model);
+    });
+  }
+
+  /** True while a confirm channel is open. */
+  get isReady(): boolean {
+    return this.channel !== undefined;
+  }
+
+  /** Publishes and waits for the broker's confirm. */
+  async publish(message: OutboundMessage): Promise<void> {
+    const channel = await this.ready();
+    await this.drained;
+    const pending: Pending = { messageId: message.properties.messageId };
+    this.track(pending);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new PublishTimeoutError(`no confirm for message ${pending.messageId} within ${this.options.publishConfirmTimeoutMs} ms`)),
+          this.options.publishConfirmTimeoutMs,
+        );
+        let writable: boolean;
+        try {
+          writable = channel.publish(
+            message.exchange,
+            message.routingKey,
+            message.body,
+            { ...message.properties, persistent: true, mandatory: true },
+            (error: unknown) => {
+              clearTimeout(timer);
+              if (error) {
+                reject(
+                  error instanceof Error && /nack/i.test(error.message)
+                    ? new PublishRejectedError(`broker refused message ${pending.messageId}`)
+                    : new PublishError(`publish of message ${pending.messageId} failed: ${errorMessage(error)}`),
+                );
+              } else if (pending.returned !== undefined) {
+                reject(new UnroutableMessageError(message.exchange, message.routingKey, pending.returned));
+              } else {
+                resolve();
+              }
+            },
+          );
+        } catch (error) {
+          clearTimeout(timer);
+          reject(new PublishError(`publish of message ${pending.messageId} failed: ${errorMessage(error)}`));
+          return;
+        }
+        if (!writable) {
+          this.drained = new Promise<void>((resume) => {
+            const done = (): void => {
+              channel.off('drain', done);
+              channel.off('close', done);
+              resume();
+            };
+            channel.once('drain', done);
+            channel.once('close', done);
+          });
+        }
+      });
+    } finally {
+      this.untrack(pending);
+    }
+  }
+
+  private async ready(): Promise<ConfirmChannel> {
+    if (this.channel) return this.channel;
+    const model = this.connection.model;
+    if (!model) throw new PublishError(`not connected to the broker at ${this.connection.redactedUrl}`);
+    return this.open(model);
+  }
+
+  private open(model: ChannelModel): Promise<ConfirmChannel> {
+    this.opening ??= (async () => {
+      const channel = await model.createConfirmChannel();
+      channel.on('error', (error: Error) => this.logger.warn(`publisher channel error: ${error.message}`));
+      channel.on('return', (returned: Message) => this.onReturn(returned));
+      channel.once('close', () => {
+        if (this.channel === channel) {
+          this.channel = undefined;
+          this.opening = undefined;
+        }
+      });
+      this.channel = channel;
+      return channel;
+    })().catch((error: unknown) => {
+      this.opening = undefined;
+      throw new PublishError(`could not open a publisher channel: ${errorMessage(error)}`);
+    });
+    return this.opening;
+  }
+
+  private onReturn(returned: Message): void {
+    const id = returned.properties.messageId as string | undefined;
+    const pending = id ? this.pendingById.get(id)?.find((p) => p.returned === undefined) : undefined;
+    if (pending) {
+      const fields = returned.fields as unknown as { replyCode?: number; replyText?: string };
+      pending.returned = `${fields.replyCode ?? ''} ${fields.replyText ?? 'returned'}`.trim();
+    } else {
+      this.logger.warn(`an unroutable message came back with no publish waiting for it (message ${id ?? 'without id'})`);
+    }
+  }
+
+  private track(pending: Pending): void {
+    const list = this.pendingById.get(pending.messageId);
+    if (list) list.push(pending);
+    else this.pendingById.set(pending.messageId, [pending]);
+  }
+
+  private untrack(pending: Pending): void {
+    const list = this.pendingById.get(pending.messageId);
+    if (!list) return;
+    const index = list.indexOf(pending);
+    if (index >= 0) list.splice(index, 1);
+    if (list.length === 0) this.pendingById.delete(pending.messageId);
+  }
+}

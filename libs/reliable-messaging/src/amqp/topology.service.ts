@@ -1,0 +1,102 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Channel, ChannelModel } from 'amqplib';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
+import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import { TopologyMismatchError } from '../errors/topology-mismatch.error';
+
+/** Declares more topology for a consumer (for example retry queues); runs after the consumer's own queues. */
+export type TopologyContributor = (channel: Channel, consumer: ConsumerDefinition) => Promise<void>;
+
+const MISMATCH =
+  /inequivalent arg '([^']+)' for (queue|exchange) '([^']+)' in vhost '[^']*': received (?:the value )?'?([^']*?)'?(?: of type '[^']*')? but current is (?:the value )?'?([^']*?)'?(?: of type '[^']*')?$/;
+
+/**
+ * Declares what the consumers need: the events exchange (topic), the dead-letter exchange (direct, keyed by
+ * source queue), and for each consumer its durable queue, its dead-letter queue and their bindings. Run at
+ * startup and after every reconnect. A queue that exists with other arguments fails with TopologyMismatchError.
+ */
+@Injectable()
+export class TopologyService {
+  private readonly contributors: TopologyContributor[] = [];
+
+  constructor(@Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions) {}
+
+  /** Adds a step run for every consumer after its queues are declared. */
+  addContributor(contributor: TopologyContributor): void {
+    this.contributors.push(contributor);
+  }
+
+  /** Declares the exchanges and every consumer's queues on a short-lived channel. */
+  async declare(model: ChannelModel, consumers: readonly ConsumerDefinition[]): Promise<void> {
+    await this.withChannel(model, async (channel) => {
+      await this.declareExchanges(channel);
+      for (const consumer of consumers) await this.declareConsumer(channel, consumer);
+    });
+  }
+
+  /** Declares one consumer's queues again, for example after the server cancelled its subscription. */
+  async declareOne(model: ChannelModel, consumer: ConsumerDefinition): Promise<void> {
+    await this.withChannel(model, async (channel) => {
+      await this.declareExchanges(channel);
+      await this.declareConsumer(channel, consumer);
+    });
+  }
+
+  /** The arguments a consumer's queue is declared with. */
+  queueArguments(queue: string, queueType: ConsumerDefinition['queueType'], extra: Record<string, unknown> = {}): Record<string, unknown> {
+    const own: Record<string, unknown> = {
+      'x-queue-type': queueType,
+      'x-dead-letter-exchange': this.options.deadLetterExchange,
+      'x-dead-letter-routing-key': queue,
+    };
+    if (queueType === 'quorum') {
+      own['x-delivery-limit'] = this.options.deliveryLimitBackstop;
+      // NOTE: at-least-once dead-lettering (RabbitMQ 3.10+) keeps a dead letter until the DLQ confirms it;
+      // the broker requires reject-publish overflow for it.
+      own['x-dead-letter-strategy'] = 'at-least-once';
+      own['x-overflow'] = 'reject-publish';
+    }
+    return { ...extra, ...own };
+  }
+
+  private async declareExchanges(channel: Channel): Promise<void> {
+    await channel.assertExchange(this.options.exchange, 'topic', { durable: true });
+    await channel.assertExchange(this.options.deadLetterExchange, 'direct', { durable: true });
+  }
+
+  private async declareConsumer(channel: Channel, consumer: ConsumerDefinition): Promise<void> {
+    await channel.assertQueue(consumer.deadLetterQueue, {
+      durable: true,
+      arguments: { 'x-queue-type': consumer.queueType },
+    });
+    await channel.bindQueue(consumer.deadLetterQueue, this.options.deadLetterExchange, consumer.queue);
+    await channel.assertQueue(consumer.queue, { durable: true, arguments: consumer.queueArguments });
+    await channel.assertExchange(consumer.exchange, 'topic', { durable: true });
+    for (const key of consumer.bindings) await channel.bindQueue(consumer.queue, consumer.exchange, key);
+    for (const contributor of this.contributors) await contributor(channel, consumer);
+  }
+
+  private async withChannel(model: ChannelModel, work: (channel: Channel) => Promise<void>): Promise<void> {
+    const channel = await model.createChannel();
+    // NOTE: a failed declaration closes the channel with the reason; the 'error' event must be handled or
+    // amqplib rethrows it on the connection.
+    channel.on('error', () => undefined);
+    try {
+      await work(channel);
+    } catch (error) {
+      throw toTopologyError(error);
+    } finally {
+      await channel.close().catch(() => undefined);
+    }
+  }
+}
+
+/** Turns the broker's PRECONDITION_FAILED text into a TopologyMismatchError that says what to do. */
+export function toTopologyError(error: unknown): unknown {
+  const text = error instanceof Error ? error.message : String(error);
+  const match = MISMATCH.exec(text.replace(/"\s*$/, ''));
+  if (!match) return error;
+  const [, argument, kind, entity, received, current] = match;
+  return new TopologyMismatchError(kind as 'queue' | 'exchange', entity, argument, received || 'none', current || 'none');
+}

@@ -1,0 +1,54 @@
+import { Injectable } from '@nestjs/common';
+import type { ChannelModel } from 'amqplib';
+import { AmqpConnection } from '../amqp/amqp-connection.service';
+import { TopologyService } from '../amqp/topology.service';
+import { ReliabilityPipeline } from '../pipeline/reliability-pipeline';
+import type { ConsumerDefinition } from './consumer-definition';
+import { ConsumerRunner, type ConsumerStatus, type DrainResult } from './consumer-runner';
+
+/** Holds every consumer of the app, declares their topology and (re)starts them on each connection. */
+@Injectable()
+export class ConsumerRegistry {
+  private runners: ConsumerRunner[] = [];
+  private definitions: ConsumerDefinition[] = [];
+
+  constructor(
+    private readonly connection: AmqpConnection,
+    private readonly topology: TopologyService,
+    private readonly pipeline: ReliabilityPipeline,
+  ) {}
+
+  /** Registers the discovered consumers; their pipelines are built here, once. */
+  register(definitions: ConsumerDefinition[]): void {
+    this.definitions = definitions;
+    this.runners = definitions.map(
+      (definition) => new ConsumerRunner(definition, this.pipeline.build(definition), this.connection, this.topology),
+    );
+  }
+
+  get consumers(): readonly ConsumerDefinition[] {
+    return this.definitions;
+  }
+
+  get statuses(): ConsumerStatus[] {
+    return this.runners.map((runner) => runner.status);
+  }
+
+  /** Declares topology for every consumer; run on each connection before `startAll`. */
+  async declareTopology(model: ChannelModel): Promise<void> {
+    await this.topology.declare(model, this.definitions);
+  }
+
+  async startAll(model: ChannelModel): Promise<void> {
+    for (const runner of this.runners) await runner.start(model);
+  }
+
+  /** Stops every consumer at once and drains them against one deadline. */
+  async stopAll(deadline: number): Promise<DrainResult> {
+    const results = await Promise.all(this.runners.map((runner) => runner.stop(deadline)));
+    return results.reduce(
+      (sum, r) => ({ completed: sum.completed + r.completed, abandoned: sum.abandoned + r.abandoned }),
+      { completed: 0, abandoned: 0 },
+    );
+  }
+}

@@ -1,0 +1,153 @@
+import { Logger } from '@nestjs/common';
+import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
+import type { AmqpConnection } from '../amqp/amqp-connection.service';
+import type { TopologyService } from '../amqp/topology.service';
+import { InboundDelivery } from '../pipeline/inbound-delivery';
+import type { MessageHandler } from '../pipeline/message-middleware';
+import { fullJitterDelay, sleep } from '../util/backoff';
+import { errorMessage } from '../util/error-text';
+import { Semaphore } from '../util/semaphore';
+import type { ConsumerDefinition } from './consumer-definition';
+
+const RESUBSCRIBE_BASE_MS = 200;
+const RESUBSCRIBE_CAP_MS = 10_000;
+
+/** What a consumer is doing, for health and metrics. */
+export interface ConsumerStatus {
+  name: string;
+  queue: string;
+  consuming: boolean;
+  inFlight: number;
+}
+
+/** How a drain ended: how many handlers finished and how many were still running at the deadline. */
+export interface DrainResult {
+  completed: number;
+  abandoned: number;
+}
+
+/**
+ * One consumer's life on its own channel: subscribe with its prefetch, run each delivery through the pipeline
+ * with bounded concurrency, resubscribe when the server cancels it or its channel fails, and drain on stop.
+ */
+export class ConsumerRunner {
+  private readonly logger = new Logger('ReliableMessaging');
+  private readonly semaphore: Semaphore;
+  private readonly inFlight = new Set<Promise<void>>();
+  private channel?: Channel;
+  private consumerTag?: string;
+  private stopping = false;
+  private completed = 0;
+  private recovering = false;
+
+  constructor(
+    readonly definition: ConsumerDefinition,
+    private readonly handler: MessageHandler,
+    private readonly connection: AmqpConnection,
+    private readonly topology: TopologyService,
+  ) {
+    this.semaphore = new Semaphore(definition.concurrency);
+  }
+
+  get status(): ConsumerStatus {
+    return {
+      name: this.definition.name,
+      queue: this.definition.queue,
+      consuming: this.consumerTag !== undefined,
+      inFlight: this.inFlight.size,
+    };
+  }
+
+  /** Opens the consumer's channel and subscribes. Called after every (re)connection. */
+  async start(model: ChannelModel): Promise<void> {
+    if (this.stopping) return;
+    this.consumerTag = undefined;
+    const channel = await model.createChannel();
+    this.channel = channel;
+    channel.on('error', (error: Error) => this.logger.warn(`${this.definition.name}: channel error: ${error.message}`));
+    channel.once('close', () => this.onChannelClosed(channel));
+    await channel.prefetch(this.definition.prefetch);
+    await this.subscribe(channel);
+  }
+
+  /**
+   * Stops fetching and waits for in-flight handlers up to the deadline, then closes the channel; the broker
+   * requeues whatever was not acknowledged by then.
+   */
+  async stop(deadline: number): Promise<DrainResult> {
+    this.stopping = true;
+    const channel = this.channel;
+    const tag = this.consumerTag;
+    this.consumerTag = undefined;
+    if (channel && tag) await channel.cancel(tag).catch(() => undefined);
+    const before = this.completed;
+    const remaining = Math.max(0, deadline - Date.now());
+    await Promise.race([Promise.allSettled([...this.inFlight]), sleep(remaining)]);
+    const abandoned = this.inFlight.size;
+    this.channel = undefined;
+    if (channel) await channel.close().catch(() => undefined);
+    return { completed: this.completed - before, abandoned };
+  }
+
+  private async subscribe(channel: Channel): Promise<void> {
+    const reply = await channel.consume(this.definition.queue, (message) => this.onMessage(channel, message), {
+      noAck: false,
+    });
+    this.consumerTag = reply.consumerTag;
+  }
+
+  private onMessage(channel: Channel, message: ConsumeMessage | null): void {
+    if (message === null) {
+      this.consumerTag = undefined;
+      this.logger.warn(`${this.definition.name}: the broker cancelled the subscription to ${this.definition.queue}; resubscribing`);
+      void this.recover();
+      return;
+    }
+    const delivery = new InboundDelivery(message, this.definition, channel);
+    const task = this.semaphore
+      .run(() => this.handler(delivery))
+      .catch((error: unknown) => {
+        this.logger.error(`${this.definition.name}: pipeline failed: ${errorMessage(error)}`);
+        delivery.nack(true);
+      })
+      .finally(() => {
+        this.completed++;
+        this.inFlight.delete(task);
+      });
+    this.inFlight.add(task);
+  }
+
+  private onChannelClosed(channel: Channel): void {
+    if (this.channel !== channel) return;
+    this.channel = undefined;
+    this.consumerTag = undefined;
+    if (this.stopping || !this.connection.isConnected) return;
+    this.logger.warn(`${this.definition.name}: channel closed while the connection is up; reopening`);
+    void this.recover();
+  }
+
+  /** Declares the queue again and resubscribes, with backoff, until it works or the connection goes away. */
+  private async recover(): Promise<void> {
+    if (this.recovering) return;
+    this.recovering = true;
+    try {
+      for (let attempt = 1; !this.stopping; attempt++) {
+        const model = this.connection.model;
+        if (!model) return;
+        try {
+          await this.topology.declareOne(model, this.definition);
+          if (this.channel && this.consumerTag === undefined) await this.subscribe(this.channel);
+          else if (!this.channel) await this.start(model);
+          this.logger.log(`${this.definition.name}: resubscribed to ${this.definition.queue}`);
+          return;
+        } catch (error) {
+          const delay = fullJitterDelay(attempt, RESUBSCRIBE_BASE_MS, RESUBSCRIBE_CAP_MS);
+          this.logger.warn(`${this.definition.name}: resubscribing failed (${errorMessage(error)}); retrying in ${delay} ms`);
+          await sleep(delay);
+        }
+      }
+    } finally {
+      this.recovering = false;
+    }
+  }
+}

@@ -1,0 +1,20 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { Injectable } from '@nestjs/common';
+import type { MessageContext } from './message-context';
+
+/**
+ * Carries the message being handled through the handler's async calls, so that what it publishes inherits
+ * correlation and causation ids without being passed along by hand.
+ */
+@Injectable()
+export class MessageContextStorage {
+  private readonly storage = new AsyncLocalStorage<MessageContext>();
+
+  run<T>(context: MessageContext, fn: () => T): T {
+    return this.storage.run(context, fn);
+  }
+
+  current(): MessageContext | undefined {
+    return this.storage.getStore();
+  }
+}

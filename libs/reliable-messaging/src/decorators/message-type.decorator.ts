@@ -1,0 +1,63 @@
+import type { Type } from '@nestjs/common';
+import { MESSAGE_TYPE_METADATA } from '../reliable-messaging.constants';
+
+/** How a message class is named on the wire and how its business keys are derived. */
+export interface MessageTypeOptions<T = any> {
+  /** The message type, also the routing key on the events exchange, e.g. `order.placed`. */
+  type: string;
+  /** Schema version `major.minor`. Add optional fields in a new minor; a new major is a breaking change. Default: `1.0`. */
+  version?: string;
+  /** The business key consumers deduplicate on. Required here or per publish call. */
+  idempotencyKey?: (message: T) => string;
+  /** Messages with the same ordering key are relayed and, with ordered consumers, handled in order. Default: none. */
+  orderingKey?: (message: T) => string;
+}
+
+/** A message definition with its version parsed. */
+export interface MessageDefinition<T = any> extends Required<Pick<MessageTypeOptions<T>, 'type' | 'version'>> {
+  target: Type<T>;
+  major: number;
+  idempotencyKey?: (message: T) => string;
+  orderingKey?: (message: T) => string;
+}
+
+const VERSION_PATTERN = /^(\d{1,4})\.(\d{1,4})$/;
+
+/** Parses `major.minor`; returns undefined for anything else. */
+export function parseSchemaVersion(version: string): { major: number; minor: number } | undefined {
+  const match = VERSION_PATTERN.exec(version);
+  return match ? { major: Number(match[1]), minor: Number(match[2]) } : undefined;
+}
+
+/**
+ * Marks a class as a message: its type name, schema version and business keys. Properties are validated with
+ * class-validator on consume; unknown properties from newer producers are stripped, not rejected.
+ *
+ * @example
+ * ＠MessageType({ type: 'order.placed', version: '1.0', idempotencyKey: (m) => `order-placed:${m.orderId}` })
+ * export class OrderPlaced { ＠IsUUID() orderId!: string; }
+ */
+export function MessageType<T>(options: MessageTypeOptions<T>): ClassDecorator {
+  const version = options.version ?? '1.0';
+  const parsed = parseSchemaVersion(version);
+  if (!parsed) {
+    throw new Error(`@MessageType('${options.type}'): version must look like '1.0', got '${version}'`);
+  }
+  return (target) => {
+    const definition: MessageDefinition<T> = {
+      target: target as unknown as Type<T>,
+      type: options.type,
+      version,
+      major: parsed.major,
+      idempotencyKey: options.idempotencyKey,
+      orderingKey: options.orderingKey,
+    };
+    Reflect.defineMetadata(MESSAGE_TYPE_METADATA, definition, target);
+  };
+}
+
+/** The definition `@MessageType()` put on a class, if any. */
+export function getMessageDefinition<T>(target: unknown): MessageDefinition<T> | undefined {
+  if (typeof target !== 'function') return undefined;
+  return Reflect.getMetadata(MESSAGE_TYPE_METADATA, target) as MessageDefinition<T> | undefined;
+}

@@ -1,0 +1,113 @@
+import { hostname } from 'node:os';
+import { Inject, Injectable } from '@nestjs/common';
+import { context as otelContext, propagation } from '@opentelemetry/api';
+import { v7 as uuidv7 } from 'uuid';
+import { HEADERS, JSON_CONTENT_TYPE } from '../reliable-messaging.constants';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
+import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { getMessageDefinition, parseSchemaVersion } from '../decorators/message-type.decorator';
+import { PayloadTooLargeError } from '../errors/publish.error';
+import { ConfigurationError } from '../errors/configuration.error';
+import { MessageContextStorage } from '../context/message-context.storage';
+import type { PublishOptions, RawMessage } from '../publishing/publish-options';
+import type { OutboundMessage } from './envelope';
+
+const RESERVED_HEADER_PREFIX = 'rm-';
+
+/** Turns a message and its publish options into an `OutboundMessage` with the full envelope. */
+@Injectable()
+export class EnvelopeFactory {
+  private readonly host = hostname();
+
+  constructor(
+    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+    private readonly contextStorage: MessageContextStorage,
+  ) {}
+
+  create(message: object, options: PublishOptions = {}): OutboundMessage {
+    const { type, version, payload, idempotencyKey, orderingKey } = this.describe(message, options);
+    const messageId = uuidv7();
+    const handled = this.contextStorage.current()?.envelope;
+    const headers: Record<string, string | number> = {};
+    for (const [name, value] of Object.entries(options.headers ?? {})) {
+      if (name.toLowerCase().startsWith(RESERVED_HEADER_PREFIX)) {
+        throw new ConfigurationError(`header '${name}' is reserved: names starting with '${RESERVED_HEADER_PREFIX}' belong to the envelope`);
+      }
+      headers[name] = value;
+    }
+    headers[HEADERS.idempotencyKey] = idempotencyKey;
+    headers[HEADERS.schemaVersion] = version;
+    headers[HEADERS.occurredAt] = (options.occurredAt ?? new Date()).toISOString();
+    const causationId = options.causationId ?? handled?.messageId;
+    if (causationId) headers[HEADERS.causationId] = causationId;
+    if (orderingKey) headers[HEADERS.orderingKey] = orderingKey;
+    propagation.inject(otelContext.active(), headers);
+
+    const body = Buffer.from(JSON.stringify(payload), 'utf8');
+    if (body.length > this.options.maxPayloadBytes) {
+      throw new PayloadTooLargeError(
+        `message '${type}' is ${body.length} bytes, above the limit of ${this.options.maxPayloadBytes} (maxPayloadBytes)`,
+      );
+    }
+    return {
+      exchange: options.exchange ?? this.options.exchange,
+      routingKey: options.routingKey ?? type,
+      body,
+      properties: {
+        messageId,
+        type,
+        contentType: JSON_CONTENT_TYPE,
+        contentEncoding: 'utf-8',
+        correlationId: options.correlationId ?? handled?.correlationId ?? messageId,
+        appId: this.options.appId,
+        timestamp: Math.floor(Date.now() / 1000),
+        headers,
+      },
+    };
+  }
+
+  /** The host name recorded in dead-letter headers. */
+  get hostName(): string {
+    return this.host;
+  }
+
+  private describe(message: object, options: PublishOptions) {
+    const definition = getMessageDefinition<object>(message.constructor);
+    if (definition) {
+      const idempotencyKey = options.idempotencyKey ?? definition.idempotencyKey?.(message);
+      return {
+        type: definition.type,
+        version: definition.version,
+        payload: message,
+        idempotencyKey: requireKey(definition.type, idempotencyKey),
+        orderingKey: options.orderingKey ?? definition.orderingKey?.(message),
+      };
+    }
+    const raw = message as Partial<RawMessage>;
+    if (typeof raw.type !== 'string' || typeof raw.payload !== 'object' || raw.payload === null) {
+      throw new ConfigurationError(
+        `cannot publish a ${message.constructor?.name ?? 'value'}: decorate its class with @MessageType() or pass { type, payload }`,
+      );
+    }
+    const version = raw.version ?? '1.0';
+    if (!parseSchemaVersion(version)) {
+      throw new ConfigurationError(`message '${raw.type}': version must look like '1.0', got '${version}'`);
+    }
+    return {
+      type: raw.type,
+      version,
+      payload: raw.payload,
+      idempotencyKey: requireKey(raw.type, options.idempotencyKey),
+      orderingKey: options.orderingKey,
+    };
+  }
+}
+
+function requireKey(type: string, key: string | undefined): string {
+  if (typeof key !== 'string' || key.length === 0 || key.length > 256) {
+    throw new ConfigurationError(
+      `message '${type}' needs an idempotency key of 1 to 256 characters: set idempotencyKey in @MessageType() or in the publish options`,
+    );
+  }
+  return key;
+}

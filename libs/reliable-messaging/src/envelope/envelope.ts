@@ -1,0 +1,46 @@
+/** What every message carries besides its payload, read from its AMQP properties and headers. */
+export interface Envelope {
+  /** Unique per message (UUIDv7 from this module); a plain client's message without one gets its idempotency key. */
+  messageId: string;
+  /** The business key consumers deduplicate on. */
+  idempotencyKey: string;
+  /** The message type, e.g. `order.placed`. */
+  type: string;
+  /** Schema version `major.minor`. */
+  schemaVersion: string;
+  /** When the fact happened at its source. */
+  occurredAt: Date;
+  /** Shared by every message of one business flow. */
+  correlationId: string;
+  /** The messageId of the message whose handling caused this one, if any. */
+  causationId?: string;
+  /** Messages with the same ordering key are handled in order by ordered consumers. */
+  orderingKey?: string;
+  /** W3C trace context. */
+  traceparent?: string;
+  tracestate?: string;
+  /** The producing application (`app_id`). */
+  appId?: string;
+  /** All headers as received. */
+  headers: Readonly<Record<string, unknown>>;
+}
+
+/** A message ready for the wire: where it goes, its body and its AMQP properties. Stored as-is in the outbox. */
+export interface OutboundMessage {
+  exchange: string;
+  routingKey: string;
+  body: Buffer;
+  properties: OutboundProperties;
+}
+
+/** The AMQP properties of an outgoing message; this module's own messages set every one. */
+export interface OutboundProperties {
+  messageId: string;
+  type?: string;
+  contentType?: string;
+  contentEncoding?: string;
+  correlationId?: string;
+  appId?: string;
+  timestamp?: number;
+  headers: Record<string, unknown>;
+}

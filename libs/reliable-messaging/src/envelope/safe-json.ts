@@ -1,0 +1,26 @@
+import sjson from 'secure-json-parse';
+import { InvalidMessageError } from '../errors/invalid-message.error';
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+/**
+ * Decodes a body as strict UTF-8 and parses it as JSON, refusing `__proto__` and `constructor.prototype` keys
+ * so a hostile payload can never pollute prototypes. Each failure is an InvalidMessageError with its own reason.
+ */
+export function parseJsonBody(body: Buffer): unknown {
+  let text: string;
+  try {
+    text = utf8.decode(body);
+  } catch {
+    throw new InvalidMessageError('invalid-utf8', 'body is not valid UTF-8');
+  }
+  try {
+    return sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (/prototype/i.test(message)) {
+      throw new InvalidMessageError('forbidden-key', `body contains a forbidden key (${message})`);
+    }
+    throw new InvalidMessageError('malformed-json', `body is not valid JSON (${message})`);
+  }
+}

@@ -1,0 +1,31 @@
+import type { EntityManager } from 'typeorm';
+
+/** Per-call options of `MessagePublisher.publish()`; each overrides what the message class declares. */
+export interface PublishOptions {
+  /** Business key consumers deduplicate on. Default: the message class's `idempotencyKey(message)`; one is required. */
+  idempotencyKey?: string;
+  /** Ordering key. Default: the message class's `orderingKey(message)`, else none. */
+  orderingKey?: string;
+  /** Correlation id. Default: the handled message's correlation id inside a handler, else the new messageId. */
+  correlationId?: string;
+  /** Causation id. Default: the handled message's messageId inside a handler. */
+  causationId?: string;
+  /** When the fact happened. Default: now. */
+  occurredAt?: Date;
+  /** Routing key. Default: the message type. */
+  routingKey?: string;
+  /** Exchange. Default: the module's events exchange. */
+  exchange?: string;
+  /** Extra string headers. Names starting with `rm-` are reserved and refused. */
+  headers?: Record<string, string>;
+  /** The transaction to write the outbox row in. Default: the transaction active in async context. */
+  manager?: EntityManager;
+}
+
+/** A message given without a `@MessageType()` class: its type, version and plain payload. */
+export interface RawMessage {
+  type: string;
+  /** Schema version `major.minor`. Default: `1.0`. */
+  version?: string;
+  payload: Record<string, unknown>;
+}

@@ -1,0 +1,43 @@
+/** Metadata key under which `@Consume()` stores its options on a method. */
+export const CONSUME_METADATA = 'reliable-messaging:consume';
+/** Metadata key under which `@Publish()` stores its options on a method. */
+export const PUBLISH_METADATA = 'reliable-messaging:publish';
+/** Metadata key under which `@MessageType()` stores the message definition on a class. */
+export const MESSAGE_TYPE_METADATA = 'reliable-messaging:message-type';
+
+/** The context type handlers run under, as seen by Nest guards, interceptors and filters (`host.getType()`). */
+export const RMQ_CONTEXT_TYPE = 'rmq';
+
+/**
+ * Header names of the envelope. Any AMQP client can publish and read messages with these headers;
+ * see docs/envelope.md for which are required and what happens when one is missing.
+ */
+export const HEADERS = {
+  idempotencyKey: 'rm-idempotency-key',
+  schemaVersion: 'rm-schema-version',
+  occurredAt: 'rm-occurred-at',
+  causationId: 'rm-causation-id',
+  orderingKey: 'rm-ordering-key',
+  attempt: 'rm-attempt',
+  traceparent: 'traceparent',
+  tracestate: 'tracestate',
+} as const;
+
+/** Headers a dead-lettered message gains; its original headers and body are kept as they were. */
+export const DEAD_LETTER_HEADERS = {
+  reason: 'rm-dead-letter-reason',
+  errorClass: 'rm-dead-letter-error-class',
+  errorMessage: 'rm-dead-letter-error-message',
+  errorStack: 'rm-dead-letter-error-stack',
+  queue: 'rm-dead-letter-queue',
+  exchange: 'rm-dead-letter-exchange',
+  routingKey: 'rm-dead-letter-routing-key',
+  handler: 'rm-dead-letter-handler',
+  attempts: 'rm-dead-letter-attempts',
+  firstFailureAt: 'rm-dead-letter-first-failure-at',
+  lastFailureAt: 'rm-dead-letter-last-failure-at',
+  host: 'rm-dead-letter-host',
+  count: 'rm-dead-letter-count',
+} as const;
+
+export const JSON_CONTENT_TYPE = 'application/json';

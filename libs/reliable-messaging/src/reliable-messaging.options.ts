@@ -1,0 +1,180 @@
+import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
+import type { DataSource } from 'typeorm';
+import { ConfigurationError } from './errors/configuration.error';
+
+/** The type of a queue this module declares. Quorum queues are replicated and the default. */
+export type QueueType = 'quorum' | 'classic';
+
+/** Options of `ReliableMessagingModule.forRoot()` / `forRootAsync()`. */
+export interface ReliableMessagingModuleOptions {
+  /** Broker URL, or several for a cluster (tried in turn on reconnect). `amqp://` or `amqps://`. Required. */
+  urls: string | string[];
+  /** TLS options for `amqps://` URLs (ca, cert, key, passphrase, servername, rejectUnauthorized). Default: none. */
+  tls?: Pick<TlsConnectionOptions, 'ca' | 'cert' | 'key' | 'passphrase' | 'servername' | 'rejectUnauthorized'>;
+  /** Name shown for the connection in the broker's management UI. Default: `reliable-messaging`. */
+  connectionName?: string;
+  /** AMQP heartbeat in seconds; a dead peer is noticed within about twice this. Default: 15. */
+  heartbeatSeconds?: number;
+  /** The topic exchange events are published to and queues bind to. Default: `events`. */
+  exchange?: string;
+  /** The direct exchange dead letters are routed through, keyed by source queue. Default: `<exchange>.dead-letter`. */
+  deadLetterExchange?: string;
+  /** Queue type for consumers that don't choose one. Default: `quorum`. */
+  defaultQueueType?: QueueType;
+  /** Handlers of one consumer running at once, when the consumer doesn't say. Default: 10. */
+  defaultConcurrency?: number;
+  /** Unacknowledged deliveries the broker sends a consumer ahead; defaults to its concurrency. */
+  defaultPrefetch?: number;
+  /** Largest message body accepted on consume and publish, in bytes. Default: 262144 (256 KiB). */
+  maxPayloadBytes?: number;
+  /** How long a publish waits for the broker's confirm before failing. Default: 10000 ms. */
+  publishConfirmTimeoutMs?: number;
+  /** Reconnect backoff (full jitter): first delay and cap. Defaults: 250 ms and 15000 ms. */
+  reconnect?: { initialDelayMs?: number; maxDelayMs?: number };
+  /** How long startup waits for the first connection before failing. Default: 30000 ms. */
+  startupTimeoutMs?: number;
+  /** Written to every message's `app_id`. Default: the connection name. */
+  appId?: string;
+  /** Quorum queues' `x-delivery-limit`, a backstop against crash loops; attempts are counted by the module. Default: 20. */
+  deliveryLimitBackstop?: number;
+  /** The DataSource that holds the outbox and inbox tables. Without it there is no outbox and no dedup. */
+  dataSource?: DataSource;
+  /** Whether to consume at all (a publish-only process, or the relay run on its own, sets false). Default: true. */
+  consumersEnabled?: boolean;
+  /** Graceful shutdown's deadline: keep it below Kubernetes' terminationGracePeriodSeconds. Default: 25000 ms. */
+  shutdownTimeoutMs?: number;
+}
+
+/** Every option with its default applied, validated once at startup. */
+export interface ResolvedMessagingOptions {
+  urls: string[];
+  tls?: ReliableMessagingModuleOptions['tls'];
+  connectionName: string;
+  heartbeatSeconds: number;
+  exchange: string;
+  deadLetterExchange: string;
+  defaultQueueType: QueueType;
+  defaultConcurrency: number;
+  defaultPrefetch?: number;
+  maxPayloadBytes: number;
+  publishConfirmTimeoutMs: number;
+  reconnect: { initialDelayMs: number; maxDelayMs: number };
+  startupTimeoutMs: number;
+  appId: string;
+  deliveryLimitBackstop: number;
+  dataSource?: DataSource;
+  consumersEnabled: boolean;
+  shutdownTimeoutMs: number;
+}
+
+export const DEFAULT_CONNECTION_NAME = 'reliable-messaging';
+export const DEFAULT_HEARTBEAT_SECONDS = 15;
+export const DEFAULT_EXCHANGE = 'events';
+export const DEFAULT_QUEUE_TYPE: QueueType = 'quorum';
+export const DEFAULT_CONCURRENCY = 10;
+export const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
+export const DEFAULT_PUBLISH_CONFIRM_TIMEOUT_MS = 10_000;
+export const DEFAULT_RECONNECT_INITIAL_DELAY_MS = 250;
+export const DEFAULT_RECONNECT_MAX_DELAY_MS = 15_000;
+export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
+export const DEFAULT_DELIVERY_LIMIT_BACKSTOP = 20;
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;
+
+/** Applies defaults and checks every option, failing with a message that says how to fix it. */
+export function resolveOptions(options: ReliableMessagingModuleOptions): ResolvedMessagingOptions {
+  if (!options || options.urls === undefined) {
+    throw new ConfigurationError(
+      "ReliableMessagingModule: 'urls' is required, e.g. forRoot({ urls: process.env.AMQP_URL })",
+    );
+  }
+  const urls = (Array.isArray(options.urls) ? options.urls : [options.urls]).filter((u) => u !== '');
+  if (urls.length === 0) {
+    throw new ConfigurationError("ReliableMessagingModule: 'urls' is empty; give at least one amqp:// URL");
+  }
+  for (const url of urls) assertBrokerUrl(url);
+
+  const exchange = options.exchange ?? DEFAULT_EXCHANGE;
+  const connectionName = options.connectionName ?? DEFAULT_CONNECTION_NAME;
+  const resolved: ResolvedMessagingOptions = {
+    urls,
+    tls: options.tls,
+    connectionName,
+    heartbeatSeconds: options.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS,
+    exchange,
+    deadLetterExchange: options.deadLetterExchange ?? `${exchange}.dead-letter`,
+    defaultQueueType: options.defaultQueueType ?? DEFAULT_QUEUE_TYPE,
+    defaultConcurrency: options.defaultConcurrency ?? DEFAULT_CONCURRENCY,
+    defaultPrefetch: options.defaultPrefetch,
+    maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+    publishConfirmTimeoutMs: options.publishConfirmTimeoutMs ?? DEFAULT_PUBLISH_CONFIRM_TIMEOUT_MS,
+    reconnect: {
+      initialDelayMs: options.reconnect?.initialDelayMs ?? DEFAULT_RECONNECT_INITIAL_DELAY_MS,
+      maxDelayMs: options.reconnect?.maxDelayMs ?? DEFAULT_RECONNECT_MAX_DELAY_MS,
+    },
+    startupTimeoutMs: options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS,
+    appId: options.appId ?? connectionName,
+    deliveryLimitBackstop: options.deliveryLimitBackstop ?? DEFAULT_DELIVERY_LIMIT_BACKSTOP,
+    dataSource: options.dataSource,
+    consumersEnabled: options.consumersEnabled ?? true,
+    shutdownTimeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  };
+
+  assertName('exchange', resolved.exchange);
+  assertName('deadLetterExchange', resolved.deadLetterExchange);
+  if (resolved.exchange === resolved.deadLetterExchange) {
+    throw new ConfigurationError("ReliableMessagingModule: 'deadLetterExchange' must differ from 'exchange'");
+  }
+  assertQueueType('defaultQueueType', resolved.defaultQueueType);
+  assertInteger('heartbeatSeconds', resolved.heartbeatSeconds, 0, 600);
+  assertInteger('defaultConcurrency', resolved.defaultConcurrency, 1, 10_000);
+  if (resolved.defaultPrefetch !== undefined) assertInteger('defaultPrefetch', resolved.defaultPrefetch, 1, 65_535);
+  assertInteger('maxPayloadBytes', resolved.maxPayloadBytes, 1, 128 * 1024 * 1024);
+  assertInteger('publishConfirmTimeoutMs', resolved.publishConfirmTimeoutMs, 1, 600_000);
+  assertInteger('reconnect.initialDelayMs', resolved.reconnect.initialDelayMs, 1, 600_000);
+  assertInteger('reconnect.maxDelayMs', resolved.reconnect.maxDelayMs, resolved.reconnect.initialDelayMs, 3_600_000);
+  assertInteger('startupTimeoutMs', resolved.startupTimeoutMs, 1, 3_600_000);
+  assertInteger('shutdownTimeoutMs', resolved.shutdownTimeoutMs, 0, 3_600_000);
+  assertInteger('deliveryLimitBackstop', resolved.deliveryLimitBackstop, 1, 10_000);
+  return resolved;
+}
+
+function assertBrokerUrl(url: string): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ConfigurationError(
+      "ReliableMessagingModule: a broker URL is not a valid URL; expected amqp://user:password@host:5672/vhost",
+    );
+  }
+  if (parsed.protocol !== 'amqp:' && parsed.protocol !== 'amqps:') {
+    throw new ConfigurationError(
+      `ReliableMessagingModule: broker URL scheme '${parsed.protocol}' is not supported; use amqp:// or amqps://`,
+    );
+  }
+}
+
+/** Throws a ConfigurationError naming `field` when `value` is not an integer within [min, max]. */
+export function assertInteger(field: string, value: number, min: number, max: number): void {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigurationError(
+      `ReliableMessaging: '${field}' must be an integer from ${min} to ${max}, got ${String(value)}`,
+    );
+  }
+}
+
+/** Throws a ConfigurationError when `value` is not a usable AMQP exchange or queue name. */
+export function assertName(field: string, value: string): void {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 255 || value.startsWith('amq.')) {
+    throw new ConfigurationError(
+      `ReliableMessaging: '${field}' must be a non-empty name of at most 255 characters not starting with 'amq.', got '${String(value)}'`,
+    );
+  }
+}
+
+/** Throws a ConfigurationError when `value` is not a known queue type. */
+export function assertQueueType(field: string, value: string): void {
+  if (value !== 'quorum' && value !== 'classic') {
+    throw new ConfigurationError(`ReliableMessaging: '${field}' must be 'quorum' or 'classic', got '${value}'`);
+  }
+}

@@ -1,0 +1,22 @@
+/**
+ * Exponential backoff with full jitter: a delay drawn uniformly from [0, min(cap, base * 2^(attempt-1))].
+ * Full jitter spreads reconnecting or retrying clients best (see AWS' "Exponential Backoff And Jitter").
+ */
+export function fullJitterDelay(attempt: number, baseMs: number, capMs: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(capMs, baseMs * 2 ** Math.max(0, Math.min(attempt - 1, 30)));
+  return Math.floor(random() * ceiling);
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}
