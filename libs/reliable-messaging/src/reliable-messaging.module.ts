@@ -44,6 +44,12 @@ import { MessagingLifecycle } from './shutdown/messaging-lifecycle.service';
     MessagingExplorer,
     MessagingLifecycle,
   ],
-  exports: [MessagePublisher, AmqpConnection, ConsumerRegistry, MessagingLifecycle, RESOLVED_MESSAGING_OPTIONS],
+  exports: [
+    MessagePublisher,
+    AmqpConnection,
+    ConsumerRegistry,
+    MessagingLifecycle,
+    RESOLVED_MESSAGING_OPTIONS,
+  ],
 })
 export class ReliableMessagingModule extends ReliableMessagingConfigurableModule {}

@@ -10,7 +10,10 @@ export interface ReliableMessagingModuleOptions {
   /** Broker URL, or several for a cluster (tried in turn on reconnect). `amqp://` or `amqps://`. Required. */
   urls: string | string[];
   /** TLS options for `amqps://` URLs (ca, cert, key, passphrase, servername, rejectUnauthorized). Default: none. */
-  tls?: Pick<TlsConnectionOptions, 'ca' | 'cert' | 'key' | 'passphrase' | 'servername' | 'rejectUnauthorized'>;
+  tls?: Pick<
+    TlsConnectionOptions,
+    'ca' | 'cert' | 'key' | 'passphrase' | 'servername' | 'rejectUnauthorized'
+  >;
   /** Name shown for the connection in the broker's management UI. Default: `reliable-messaging`. */
   connectionName?: string;
   /** AMQP heartbeat in seconds; a dead peer is noticed within about twice this. Default: 15. */
@@ -127,11 +130,17 @@ export function resolveOptions(options: ReliableMessagingModuleOptions): Resolve
   assertQueueType('defaultQueueType', resolved.defaultQueueType);
   assertInteger('heartbeatSeconds', resolved.heartbeatSeconds, 0, 600);
   assertInteger('defaultConcurrency', resolved.defaultConcurrency, 1, 10_000);
-  if (resolved.defaultPrefetch !== undefined) assertInteger('defaultPrefetch', resolved.defaultPrefetch, 1, 65_535);
+  if (resolved.defaultPrefetch !== undefined)
+    assertInteger('defaultPrefetch', resolved.defaultPrefetch, 1, 65_535);
   assertInteger('maxPayloadBytes', resolved.maxPayloadBytes, 1, 128 * 1024 * 1024);
   assertInteger('publishConfirmTimeoutMs', resolved.publishConfirmTimeoutMs, 1, 600_000);
   assertInteger('reconnect.initialDelayMs', resolved.reconnect.initialDelayMs, 1, 600_000);
-  assertInteger('reconnect.maxDelayMs', resolved.reconnect.maxDelayMs, resolved.reconnect.initialDelayMs, 3_600_000);
+  assertInteger(
+    'reconnect.maxDelayMs',
+    resolved.reconnect.maxDelayMs,
+    resolved.reconnect.initialDelayMs,
+    3_600_000,
+  );
   assertInteger('startupTimeoutMs', resolved.startupTimeoutMs, 1, 3_600_000);
   assertInteger('shutdownTimeoutMs', resolved.shutdownTimeoutMs, 0, 3_600_000);
   assertInteger('deliveryLimitBackstop', resolved.deliveryLimitBackstop, 1, 10_000);
@@ -144,7 +153,7 @@ function assertBrokerUrl(url: string): void {
     parsed = new URL(url);
   } catch {
     throw new ConfigurationError(
-      "ReliableMessagingModule: a broker URL is not a valid URL; expected amqp://user:password@host:5672/vhost",
+      'ReliableMessagingModule: a broker URL is not a valid URL; expected amqp://user:password@host:5672/vhost',
     );
   }
   if (parsed.protocol !== 'amqp:' && parsed.protocol !== 'amqps:') {
@@ -175,6 +184,8 @@ export function assertName(field: string, value: string): void {
 /** Throws a ConfigurationError when `value` is not a known queue type. */
 export function assertQueueType(field: string, value: string): void {
   if (value !== 'quorum' && value !== 'classic') {
-    throw new ConfigurationError(`ReliableMessaging: '${field}' must be 'quorum' or 'classic', got '${value}'`);
+    throw new ConfigurationError(
+      `ReliableMessaging: '${field}' must be 'quorum' or 'classic', got '${value}'`,
+    );
   }
 }

@@ -63,7 +63,12 @@ export class AmqpConnection extends EventEmitter {
     if (this.loop) return;
     const firstConnection = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
-        () => reject(new Error(`could not connect to the broker at ${this.redactedUrl} within ${this.options.startupTimeoutMs} ms`)),
+        () =>
+          reject(
+            new Error(
+              `could not connect to the broker at ${this.redactedUrl} within ${this.options.startupTimeoutMs} ms`,
+            ),
+          ),
         this.options.startupTimeoutMs,
       );
       this.once('connected', () => {
@@ -108,8 +113,14 @@ export class AmqpConnection extends EventEmitter {
       } catch (error) {
         failures++;
         this.urlIndex++;
-        const delay = fullJitterDelay(failures, this.options.reconnect.initialDelayMs, this.options.reconnect.maxDelayMs);
-        this.logger.warn(`connection to ${redactUrl(url)} failed (${errorMessage(error)}); retrying in ${delay} ms`);
+        const delay = fullJitterDelay(
+          failures,
+          this.options.reconnect.initialDelayMs,
+          this.options.reconnect.maxDelayMs,
+        );
+        this.logger.warn(
+          `connection to ${redactUrl(url)} failed (${errorMessage(error)}); retrying in ${delay} ms`,
+        );
         await sleep(delay, this.closing.signal);
         continue;
       }
@@ -149,7 +160,11 @@ export class AmqpConnection extends EventEmitter {
       if (this.closing.signal.aborted) return;
       this.emit('disconnected');
       failures++;
-      const delay = fullJitterDelay(failures, this.options.reconnect.initialDelayMs, this.options.reconnect.maxDelayMs);
+      const delay = fullJitterDelay(
+        failures,
+        this.options.reconnect.initialDelayMs,
+        this.options.reconnect.maxDelayMs,
+      );
       this.logger.warn(`connection to ${redactUrl(url)} lost; reconnecting in ${delay} ms`);
       await sleep(delay, this.closing.signal);
     }
@@ -157,7 +172,8 @@ export class AmqpConnection extends EventEmitter {
 
   private withHeartbeat(url: string): string {
     const parsed = new URL(url);
-    if (!parsed.searchParams.has('heartbeat')) parsed.searchParams.set('heartbeat', String(this.options.heartbeatSeconds));
+    if (!parsed.searchParams.has('heartbeat'))
+      parsed.searchParams.set('heartbeat', String(this.options.heartbeatSeconds));
     return parsed.toString();
   }
 }

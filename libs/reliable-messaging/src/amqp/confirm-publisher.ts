@@ -3,7 +3,12 @@ import type { ChannelModel, ConfirmChannel, Message } from 'amqplib';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import type { OutboundMessage } from '../envelope/envelope';
-import { PublishError, PublishRejectedError, PublishTimeoutError, UnroutableMessageError } from '../errors/publish.error';
+import {
+  PublishError,
+  PublishRejectedError,
+  PublishTimeoutError,
+  UnroutableMessageError,
+} from '../errors/publish.error';
 import { errorMessage } from '../util/error-text';
 import { AmqpConnection } from './amqp-connection.service';
 
@@ -51,7 +56,12 @@ export class ConfirmPublisher {
     try {
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(
-          () => reject(new PublishTimeoutError(`no confirm for message ${pending.messageId} within ${this.options.publishConfirmTimeoutMs} ms`)),
+          () =>
+            reject(
+              new PublishTimeoutError(
+                `no confirm for message ${pending.messageId} within ${this.options.publishConfirmTimeoutMs} ms`,
+              ),
+            ),
           this.options.publishConfirmTimeoutMs,
         );
         let writable: boolean;
@@ -67,7 +77,9 @@ export class ConfirmPublisher {
                 reject(
                   error instanceof Error && /nack/i.test(error.message)
                     ? new PublishRejectedError(`broker refused message ${pending.messageId}`)
-                    : new PublishError(`publish of message ${pending.messageId} failed: ${errorMessage(error)}`),
+                    : new PublishError(
+                        `publish of message ${pending.messageId} failed: ${errorMessage(error)}`,
+                      ),
                 );
               } else if (pending.returned !== undefined) {
                 reject(new UnroutableMessageError(message.exchange, message.routingKey, pending.returned));
@@ -132,7 +144,9 @@ export class ConfirmPublisher {
       const fields = returned.fields as unknown as { replyCode?: number; replyText?: string };
       pending.returned = `${fields.replyCode ?? ''} ${fields.replyText ?? 'returned'}`.trim();
     } else {
-      this.logger.warn(`an unroutable message came back with no publish waiting for it (message ${id ?? 'without id'})`);
+      this.logger.warn(
+        `an unroutable message came back with no publish waiting for it (message ${id ?? 'without id'})`,
+      );
     }
   }
 

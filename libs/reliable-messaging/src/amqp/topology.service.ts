@@ -44,7 +44,11 @@ export class TopologyService {
   }
 
   /** The arguments a consumer's queue is declared with. */
-  queueArguments(queue: string, queueType: ConsumerDefinition['queueType'], extra: Record<string, unknown> = {}): Record<string, unknown> {
+  queueArguments(
+    queue: string,
+    queueType: ConsumerDefinition['queueType'],
+    extra: Record<string, unknown> = {},
+  ): Record<string, unknown> {
     const own: Record<string, unknown> = {
       'x-queue-type': queueType,
       'x-dead-letter-exchange': this.options.deadLetterExchange,
@@ -98,5 +102,11 @@ export function toTopologyError(error: unknown): unknown {
   const match = MISMATCH.exec(text.replace(/"\s*$/, ''));
   if (!match) return error;
   const [, argument, kind, entity, received, current] = match;
-  return new TopologyMismatchError(kind as 'queue' | 'exchange', entity, argument, received || 'none', current || 'none');
+  return new TopologyMismatchError(
+    kind as 'queue' | 'exchange',
+    entity,
+    argument,
+    received || 'none',
+    current || 'none',
+  );
 }

@@ -22,7 +22,8 @@ export class ConsumerRegistry {
   register(definitions: ConsumerDefinition[]): void {
     this.definitions = definitions;
     this.runners = definitions.map(
-      (definition) => new ConsumerRunner(definition, this.pipeline.build(definition), this.connection, this.topology),
+      (definition) =>
+        new ConsumerRunner(definition, this.pipeline.build(definition), this.connection, this.topology),
     );
   }
 

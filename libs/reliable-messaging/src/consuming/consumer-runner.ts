@@ -64,7 +64,9 @@ export class ConsumerRunner {
     this.consumerTag = undefined;
     const channel = await model.createChannel();
     this.channel = channel;
-    channel.on('error', (error: Error) => this.logger.warn(`${this.definition.name}: channel error: ${error.message}`));
+    channel.on('error', (error: Error) =>
+      this.logger.warn(`${this.definition.name}: channel error: ${error.message}`),
+    );
     channel.once('close', () => this.onChannelClosed(channel));
     await channel.prefetch(this.definition.prefetch);
     await this.subscribe(channel);
@@ -90,16 +92,22 @@ export class ConsumerRunner {
   }
 
   private async subscribe(channel: Channel): Promise<void> {
-    const reply = await channel.consume(this.definition.queue, (message) => this.onMessage(channel, message), {
-      noAck: false,
-    });
+    const reply = await channel.consume(
+      this.definition.queue,
+      (message) => this.onMessage(channel, message),
+      {
+        noAck: false,
+      },
+    );
     this.consumerTag = reply.consumerTag;
   }
 
   private onMessage(channel: Channel, message: ConsumeMessage | null): void {
     if (message === null) {
       this.consumerTag = undefined;
-      this.logger.warn(`${this.definition.name}: the broker cancelled the subscription to ${this.definition.queue}; resubscribing`);
+      this.logger.warn(
+        `${this.definition.name}: the broker cancelled the subscription to ${this.definition.queue}; resubscribing`,
+      );
       void this.recover();
       return;
     }
@@ -142,7 +150,9 @@ export class ConsumerRunner {
           return;
         } catch (error) {
           const delay = fullJitterDelay(attempt, RESUBSCRIBE_BASE_MS, RESUBSCRIBE_CAP_MS);
-          this.logger.warn(`${this.definition.name}: resubscribing failed (${errorMessage(error)}); retrying in ${delay} ms`);
+          this.logger.warn(
+            `${this.definition.name}: resubscribing failed (${errorMessage(error)}); retrying in ${delay} ms`,
+          );
           await sleep(delay);
         }
       }

@@ -36,7 +36,8 @@ export class DeadLetterService {
     const failure = error instanceof Error ? error : new Error(String(error));
     const previousCount = Number(headers[DEAD_LETTER_HEADERS.count] ?? 0);
     Object.assign(headers, {
-      [DEAD_LETTER_HEADERS.reason]: reason ?? (error instanceof InvalidMessageError ? error.reason : 'non-retryable'),
+      [DEAD_LETTER_HEADERS.reason]:
+        reason ?? (error instanceof InvalidMessageError ? error.reason : 'non-retryable'),
       [DEAD_LETTER_HEADERS.errorClass]: failure.name || failure.constructor?.name || 'Error',
       [DEAD_LETTER_HEADERS.errorMessage]: failure.message.slice(0, MAX_MESSAGE_LENGTH),
       [DEAD_LETTER_HEADERS.errorStack]: (failure.stack ?? '').slice(0, MAX_STACK_LENGTH),
@@ -45,7 +46,8 @@ export class DeadLetterService {
       [DEAD_LETTER_HEADERS.routingKey]: raw.fields.routingKey,
       [DEAD_LETTER_HEADERS.handler]: consumer.name,
       [DEAD_LETTER_HEADERS.attempts]: delivery.attempt,
-      [DEAD_LETTER_HEADERS.firstFailureAt]: headers[DEAD_LETTER_HEADERS.firstFailureAt] ?? headers['rm-first-failure-at'] ?? now,
+      [DEAD_LETTER_HEADERS.firstFailureAt]:
+        headers[DEAD_LETTER_HEADERS.firstFailureAt] ?? headers['rm-first-failure-at'] ?? now,
       [DEAD_LETTER_HEADERS.lastFailureAt]: now,
       [DEAD_LETTER_HEADERS.host]: this.host,
       [DEAD_LETTER_HEADERS.count]: Number.isInteger(previousCount) ? previousCount + 1 : 1,

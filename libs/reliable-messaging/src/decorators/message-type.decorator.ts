@@ -2,7 +2,7 @@ import type { Type } from '@nestjs/common';
 import { MESSAGE_TYPE_METADATA } from '../reliable-messaging.constants';
 
 /** How a message class is named on the wire and how its business keys are derived. */
-export interface MessageTypeOptions<T = any> {
+export interface MessageTypeOptions<T = unknown> {
   /** The message type, also the routing key on the events exchange, e.g. `order.placed`. */
   type: string;
   /** Schema version `major.minor`. Add optional fields in a new minor; a new major is a breaking change. Default: `1.0`. */
@@ -14,7 +14,9 @@ export interface MessageTypeOptions<T = any> {
 }
 
 /** A message definition with its version parsed. */
-export interface MessageDefinition<T = any> extends Required<Pick<MessageTypeOptions<T>, 'type' | 'version'>> {
+export interface MessageDefinition<T = unknown> extends Required<
+  Pick<MessageTypeOptions<T>, 'type' | 'version'>
+> {
   target: Type<T>;
   major: number;
   idempotencyKey?: (message: T) => string;

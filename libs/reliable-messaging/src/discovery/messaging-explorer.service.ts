@@ -3,7 +3,12 @@ import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { CONSUME_METADATA, PUBLISH_METADATA } from '../reliable-messaging.constants';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import { assertInteger, assertName, assertQueueType, type ResolvedMessagingOptions } from '../reliable-messaging.options';
+import {
+  assertInteger,
+  assertName,
+  assertQueueType,
+  type ResolvedMessagingOptions,
+} from '../reliable-messaging.options';
 import type { ConsumeOptions } from '../decorators/consume.decorator';
 import type { PublishDecoratorOptions } from '../decorators/publish.decorator';
 import { getMessageDefinition } from '../decorators/message-type.decorator';
@@ -71,10 +76,17 @@ export class MessagingExplorer implements OnModuleInit {
     return false;
   }
 
-  private define(instance: object, prototype: object, methodName: string, options: ConsumeOptions): ConsumerDefinition {
+  private define(
+    instance: object,
+    prototype: object,
+    methodName: string,
+    options: ConsumeOptions,
+  ): ConsumerDefinition {
     const name = `${instance.constructor.name}.${methodName}`;
     if (!options || typeof options.queue !== 'string') {
-      throw new ConfigurationError(`@Consume on ${name}: 'queue' is required, e.g. @Consume({ queue: 'billing.order-placed' })`);
+      throw new ConfigurationError(
+        `@Consume on ${name}: 'queue' is required, e.g. @Consume({ queue: 'billing.order-placed' })`,
+      );
     }
     assertName(`${name} queue`, options.queue);
     const paramTypes = (Reflect.getMetadata('design:paramtypes', prototype, methodName) ?? []) as unknown[];
@@ -94,7 +106,8 @@ export class MessagingExplorer implements OnModuleInit {
     assertInteger(`${name} concurrency`, concurrency, 1, 10_000);
     const prefetch = options.prefetch ?? this.options.defaultPrefetch ?? concurrency;
     assertInteger(`${name} prefetch`, prefetch, 1, 65_535);
-    const acceptedMajorVersions = options.acceptedMajorVersions ?? (messageDefinition ? [messageDefinition.major] : []);
+    const acceptedMajorVersions =
+      options.acceptedMajorVersions ?? (messageDefinition ? [messageDefinition.major] : []);
     return {
       name,
       queue: options.queue,
@@ -114,12 +127,20 @@ export class MessagingExplorer implements OnModuleInit {
     };
   }
 
-  private wrapPublisher(instance: Record<string, unknown>, methodName: string, options: PublishDecoratorOptions): void {
+  private wrapPublisher(
+    instance: Record<string, unknown>,
+    methodName: string,
+    options: PublishDecoratorOptions,
+  ): void {
     const original = instance[methodName] as (...args: unknown[]) => unknown;
     const publisher = this.publisher;
     const wrapped = async function (this: unknown, ...args: unknown[]): Promise<unknown> {
       const result = await original.apply(this, args);
-      const messages = Array.isArray(result) ? result : result === undefined || result === null ? [] : [result];
+      const messages = Array.isArray(result)
+        ? result
+        : result === undefined || result === null
+          ? []
+          : [result];
       for (const message of messages) await publisher.publish(message as object, options);
       return result;
     };

@@ -29,14 +29,18 @@ export function readEnvelope(message: ConsumeMessage): Envelope {
     );
   }
 
-  const schemaVersion = optionalText(headers[HEADERS.schemaVersion], HEADERS.schemaVersion) ?? DEFAULT_SCHEMA_VERSION;
+  const schemaVersion =
+    optionalText(headers[HEADERS.schemaVersion], HEADERS.schemaVersion) ?? DEFAULT_SCHEMA_VERSION;
   if (!parseSchemaVersion(schemaVersion)) {
     throw new InvalidMessageError('invalid-header', `'${HEADERS.schemaVersion}' must look like '1.0'`);
   }
 
   const contentType = optionalText(properties.contentType, 'content_type');
   if (contentType !== undefined && contentType.split(';')[0].trim().toLowerCase() !== JSON_CONTENT_TYPE) {
-    throw new InvalidMessageError('unsupported-content-type', `content type '${contentType}' is not ${JSON_CONTENT_TYPE}`);
+    throw new InvalidMessageError(
+      'unsupported-content-type',
+      `content type '${contentType}' is not ${JSON_CONTENT_TYPE}`,
+    );
   }
 
   return {
@@ -61,7 +65,10 @@ export function readAttempt(message: ConsumeMessage): number {
   if (raw === undefined || raw === null) return 1;
   const value = typeof raw === 'number' ? raw : Number(asText(raw));
   if (!Number.isInteger(value) || value < 1 || value > MAX_ATTEMPT) {
-    throw new InvalidMessageError('invalid-header', `'${HEADERS.attempt}' must be an integer from 1 to ${MAX_ATTEMPT}`);
+    throw new InvalidMessageError(
+      'invalid-header',
+      `'${HEADERS.attempt}' must be an integer from 1 to ${MAX_ATTEMPT}`,
+    );
   }
   return value;
 }
@@ -71,7 +78,10 @@ function readOccurredAt(header: unknown, timestamp: unknown): Date {
     const text = asText(header);
     const date = text === undefined ? undefined : new Date(text);
     if (!date || Number.isNaN(date.getTime())) {
-      throw new InvalidMessageError('invalid-header', `'${HEADERS.occurredAt}' must be an ISO 8601 timestamp`);
+      throw new InvalidMessageError(
+        'invalid-header',
+        `'${HEADERS.occurredAt}' must be an ISO 8601 timestamp`,
+      );
     }
     return date;
   }
@@ -83,7 +93,10 @@ function optionalText(value: unknown, name: string): string | undefined {
   if (value === undefined || value === null) return undefined;
   const text = asText(value);
   if (text === undefined || text.length === 0 || text.length > MAX_ID_LENGTH) {
-    throw new InvalidMessageError('invalid-header', `'${name}' must be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
+    throw new InvalidMessageError(
+      'invalid-header',
+      `'${name}' must be a non-empty string of at most ${MAX_ID_LENGTH} characters`,
+    );
   }
   return text;
 }

@@ -31,7 +31,9 @@ export class EnvelopeFactory {
     const headers: Record<string, string | number> = {};
     for (const [name, value] of Object.entries(options.headers ?? {})) {
       if (name.toLowerCase().startsWith(RESERVED_HEADER_PREFIX)) {
-        throw new ConfigurationError(`header '${name}' is reserved: names starting with '${RESERVED_HEADER_PREFIX}' belong to the envelope`);
+        throw new ConfigurationError(
+          `header '${name}' is reserved: names starting with '${RESERVED_HEADER_PREFIX}' belong to the envelope`,
+        );
       }
       headers[name] = value;
     }

@@ -50,7 +50,11 @@ async function toMessage(messageClass: new () => object, body: unknown): Promise
     throw new InvalidMessageError('validation-failed', 'body must be a JSON object');
   }
   const instance = plainToInstance(messageClass, body);
-  const errors = await validate(instance, { whitelist: true, forbidNonWhitelisted: false, forbidUnknownValues: true });
+  const errors = await validate(instance, {
+    whitelist: true,
+    forbidNonWhitelisted: false,
+    forbidUnknownValues: true,
+  });
   if (errors.length > 0) {
     throw new InvalidMessageError('validation-failed', describe(errors).join('; '));
   }

@@ -55,16 +55,22 @@ export class MessagingLifecycle implements OnApplicationBootstrap, BeforeApplica
   private async stop(signal?: string): Promise<void> {
     this.shuttingDown = true;
     const deadline = Date.now() + this.options.shutdownTimeoutMs;
-    this.logger.log(`shutting down${signal ? ` on ${signal}` : ''}: draining consumers (deadline ${this.options.shutdownTimeoutMs} ms)`);
+    this.logger.log(
+      `shutting down${signal ? ` on ${signal}` : ''}: draining consumers (deadline ${this.options.shutdownTimeoutMs} ms)`,
+    );
     const { completed, abandoned } = await this.registry.stopAll(deadline);
     if (abandoned > 0) {
-      this.logger.warn(`${abandoned} in-flight message(s) not finished by the deadline go back to the broker for redelivery`);
+      this.logger.warn(
+        `${abandoned} in-flight message(s) not finished by the deadline go back to the broker for redelivery`,
+      );
     }
     for (const step of this.steps) {
       try {
         await step.run(deadline);
       } catch (error) {
-        this.logger.error(`shutdown step '${step.name}' failed: ${error instanceof Error ? error.message : String(error)}`);
+        this.logger.error(
+          `shutdown step '${step.name}' failed: ${error instanceof Error ? error.message : String(error)}`,
+        );
       }
     }
     await this.connection.close();

@@ -2,7 +2,12 @@
  * Exponential backoff with full jitter: a delay drawn uniformly from [0, min(cap, base * 2^(attempt-1))].
  * Full jitter spreads reconnecting or retrying clients best (see AWS' "Exponential Backoff And Jitter").
  */
-export function fullJitterDelay(attempt: number, baseMs: number, capMs: number, random: () => number = Math.random): number {
+export function fullJitterDelay(
+  attempt: number,
+  baseMs: number,
+  capMs: number,
+  random: () => number = Math.random,
+): number {
   const ceiling = Math.min(capMs, baseMs * 2 ** Math.max(0, Math.min(attempt - 1, 30)));
   return Math.floor(random() * ceiling);
 }

@@ -1,0 +1,166 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import * as amqp from 'amqplib';
+import { waitFor } from './wait-for';
+
+const run = promisify(execFile);
+
+/** The broker end-to-end specs use when `AMQP_URL` is not set. */
+export const DEFAULT_AMQP_URL = 'amqp://guest:guest@127.0.0.1:5672';
+
+/** Where {@link TestBroker.publishRaw} sends a message: straight to a queue, or to an exchange. */
+export type RawTarget = { queue: string } | { exchange: string; routingKey?: string };
+
+/**
+ * A spec's own view of RabbitMQ: a unique name prefix, raw publishing and reading that bypass the module under
+ * test, and cleanup of what the spec declared. Connect in `beforeAll`; `deleteByPrefix()` and `close()` in
+ * `afterAll`.
+ */
+export class TestBroker {
+  private connection?: amqp.ChannelModel;
+  private channel?: amqp.ConfirmChannel;
+  private readonly names = new Set<string>();
+
+  private constructor(
+    /** The connection URL, `AMQP_URL` or {@link DEFAULT_AMQP_URL} unless given. */
+    readonly url: string,
+    /** Starts every queue and exchange name of this spec: `rm-e2e-<random hex>`. */
+    readonly prefix: string,
+  ) {}
+
+  /** Opens a connection to `url` (default: `AMQP_URL`, else {@link DEFAULT_AMQP_URL}). */
+  static async connect(url: string = process.env.AMQP_URL ?? DEFAULT_AMQP_URL): Promise<TestBroker> {
+    const broker = new TestBroker(url, `rm-e2e-${randomBytes(4).toString('hex')}`);
+    await broker.openChannel();
+    return broker;
+  }
+
+  /** A queue or exchange name under this spec's prefix, remembered for {@link deleteByPrefix}. */
+  name(suffix: string): string {
+    const name = `${this.prefix}.${suffix}`;
+    this.names.add(name);
+    return name;
+  }
+
+  /** Remembers queues or exchanges declared elsewhere (by the app under test, say) for {@link deleteByPrefix}. */
+  track(...names: string[]): void {
+    for (const name of names) this.names.add(name);
+  }
+
+  /**
+   * A confirm channel on this helper's connection, for declarations the helpers do not cover. Reopened after the
+   * broker closed it (a failed passive check, or {@link closeAllConnections}).
+   */
+  async openChannel(): Promise<amqp.ConfirmChannel> {
+    if (this.channel) return this.channel;
+    if (!this.connection) {
+      const connection = await amqp.connect(this.url, { clientProperties: { connection_name: this.prefix } });
+      // NOTE: amqplib emits 'error' when the broker closes the connection (close_all_connections, a restart);
+      // unhandled, that event would crash the Jest process instead of failing one test.
+      connection.on('error', () => undefined);
+      connection.on('close', () => {
+        this.connection = undefined;
+        this.channel = undefined;
+      });
+      this.connection = connection;
+    }
+    const channel = await this.connection.createConfirmChannel();
+    channel.on('error', () => undefined);
+    channel.on('close', () => {
+      if (this.channel === channel) this.channel = undefined;
+    });
+    this.channel = channel;
+    return channel;
+  }
+
+  /** Publishes `body` as it is, bypassing the module under test, and waits for the broker's confirm. */
+  async publishRaw(
+    target: RawTarget,
+    body: Buffer | string,
+    properties: amqp.Options.Publish = {},
+  ): Promise<void> {
+    const channel = await this.openChannel();
+    const content = typeof body === 'string' ? Buffer.from(body) : body;
+    if ('queue' in target) {
+      this.track(target.queue);
+      channel.sendToQueue(target.queue, content, properties);
+    } else {
+      this.track(target.exchange);
+      channel.publish(target.exchange, target.routingKey ?? '', content, properties);
+    }
+    await channel.waitForConfirms();
+  }
+
+  /** Takes (and acknowledges) every message now in `queue`, oldest first. */
+  async getAll(queue: string): Promise<amqp.GetMessage[]> {
+    const channel = await this.openChannel();
+    const messages: amqp.GetMessage[] = [];
+    for (;;) {
+      const message = await channel.get(queue, { noAck: true });
+      if (message === false) return messages;
+      messages.push(message);
+    }
+  }
+
+  /** Takes messages from `queue` until at least `count` arrived, or fails after `timeoutMs` (default 10 s). */
+  async waitForMessages(queue: string, count: number, timeoutMs = 10_000): Promise<amqp.GetMessage[]> {
+    const messages: amqp.GetMessage[] = [];
+    await waitFor(
+      () => `${count} message(s) on queue ${queue} (got ${messages.length})`,
+      async () => {
+        messages.push(...(await this.getAll(queue)));
+        return messages.length >= count;
+      },
+      { timeoutMs, intervalMs: 100 },
+    );
+    return messages;
+  }
+
+  /** The number of ready messages in `queue` (not counting unacknowledged ones). */
+  async queueDepth(queue: string): Promise<number> {
+    const channel = await this.openChannel();
+    const { messageCount } = await channel.checkQueue(queue);
+    return messageCount;
+  }
+
+  /**
+   * Deletes every queue and exchange this spec named or tracked, and every other one under its prefix that
+   * `rabbitmqctl` lists (when the broker runs on this machine).
+   */
+  async deleteByPrefix(): Promise<void> {
+    const queues = new Set([...this.names, ...(await listUnderPrefix('list_queues', this.prefix))]);
+    const exchanges = new Set([...this.names, ...(await listUnderPrefix('list_exchanges', this.prefix))]);
+    // NOTE: RabbitMQ answers delete-ok for a queue or exchange that does not exist, so a tracked name can be
+    // deleted both as a queue and as an exchange without knowing which it is.
+    for (const queue of queues) await (await this.openChannel()).deleteQueue(queue);
+    for (const exchange of exchanges) await (await this.openChannel()).deleteExchange(exchange);
+    this.names.clear();
+  }
+
+  /** Closes this helper's connection. */
+  async close(): Promise<void> {
+    const connection = this.connection;
+    this.connection = undefined;
+    this.channel = undefined;
+    await connection?.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Makes the broker close every client connection in the default virtual host, as a broker restart would
+ * (runs `rabbitmqctl close_all_connections`, so it needs the broker on this machine).
+ */
+export async function closeAllConnections(): Promise<void> {
+  await run('rabbitmqctl', ['-q', 'close_all_connections', 'test']);
+}
+
+async function listUnderPrefix(command: 'list_queues' | 'list_exchanges', prefix: string): Promise<string[]> {
+  let stdout: string;
+  try {
+    ({ stdout } = await run('rabbitmqctl', ['-q', command, '--no-table-headers', 'name']));
+  } catch {
+    return [];
+  }
+  return stdout.split('\n').filter((name) => name.startsWith(prefix));
+}
