@@ -9,6 +9,7 @@ module.exports = {
   // End-to-end specs share one broker and one PostgreSQL server and start child apps: run suites one at a time.
   maxWorkers: 1,
   testTimeout: 60_000,
+  reporters: ['default', '<rootDir>/test/support/closing-line.reporter.cjs'],
   moduleNameMapper: {
     '^@app/reliable-messaging$': '<rootDir>/libs/reliable-messaging/src',
     '^@app/reliable-messaging/(.*)$': '<rootDir>/libs/reliable-messaging/src/$1',
