@@ -124,7 +124,12 @@ export class AmqpConnection extends EventEmitter {
         await sleep(delay, this.closing.signal);
         continue;
       }
-      const closed = new Promise<void>((resolve) => model.once('close', () => resolve()));
+      const closed = new Promise<void>((resolve) =>
+        model.once('close', () => {
+          if (this.current === model) this.current = undefined;
+          resolve();
+        }),
+      );
       model.on('error', (error: Error) => this.logger.warn(`connection error: ${error.message}`));
       model.on('blocked', (reason: string) => {
         this.blocked = true;

@@ -39,6 +39,8 @@ export class ConsumerRunner {
   private stopping = false;
   private completed = 0;
   private recovering = false;
+  private model?: ChannelModel;
+  private lifecycle: Promise<void> = Promise.resolve();
 
   constructor(
     readonly definition: ConsumerDefinition,
@@ -58,18 +60,9 @@ export class ConsumerRunner {
     };
   }
 
-  /** Opens the consumer's channel and subscribes. Called after every (re)connection. */
-  async start(model: ChannelModel): Promise<void> {
-    if (this.stopping) return;
-    this.consumerTag = undefined;
-    const channel = await model.createChannel();
-    this.channel = channel;
-    channel.on('error', (error: Error) =>
-      this.logger.warn(`${this.definition.name}: channel error: ${error.message}`),
-    );
-    channel.once('close', () => this.onChannelClosed(channel));
-    await channel.prefetch(this.definition.prefetch);
-    await this.subscribe(channel);
+  /** Opens the consumer's channel on this connection and subscribes. Called after every (re)connection. */
+  start(model: ChannelModel): Promise<void> {
+    return this.serially(() => this.open(model));
   }
 
   /**
@@ -89,6 +82,27 @@ export class ConsumerRunner {
     this.channel = undefined;
     if (channel) await channel.close().catch(() => undefined);
     return { completed: this.completed - before, abandoned };
+  }
+
+  private async open(model: ChannelModel): Promise<void> {
+    if (this.stopping || (this.model === model && this.channel)) return;
+    this.consumerTag = undefined;
+    const channel = await model.createChannel();
+    this.model = model;
+    this.channel = channel;
+    channel.on('error', (error: Error) =>
+      this.logger.warn(`${this.definition.name}: channel error: ${error.message}`),
+    );
+    channel.once('close', () => this.onChannelClosed(channel));
+    await channel.prefetch(this.definition.prefetch);
+    await this.subscribe(channel);
+  }
+
+  /** Runs subscription changes one at a time, so a reconnect and a resubscribe never open two channels. */
+  private serially(work: () => Promise<void>): Promise<void> {
+    const next = this.lifecycle.then(work);
+    this.lifecycle = next.catch(() => undefined);
+    return next;
   }
 
   private async subscribe(channel: Channel): Promise<void> {
@@ -129,9 +143,13 @@ export class ConsumerRunner {
     if (this.channel !== channel) return;
     this.channel = undefined;
     this.consumerTag = undefined;
-    if (this.stopping || !this.connection.isConnected) return;
-    this.logger.warn(`${this.definition.name}: channel closed while the connection is up; reopening`);
-    void this.recover();
+    // NOTE: amqplib closes every channel before it reports the connection closed; wait a turn so a dying
+    // connection is not mistaken for a channel failure (the reconnect restarts the consumer then).
+    setImmediate(() => {
+      if (this.stopping || this.channel || this.connection.model !== this.model) return;
+      this.logger.warn(`${this.definition.name}: channel closed while the connection is up; reopening`);
+      void this.recover();
+    });
   }
 
   /** Declares the queue again and resubscribes, with backoff, until it works or the connection goes away. */
@@ -144,8 +162,10 @@ export class ConsumerRunner {
         if (!model) return;
         try {
           await this.topology.declareOne(model, this.definition);
-          if (this.channel && this.consumerTag === undefined) await this.subscribe(this.channel);
-          else if (!this.channel) await this.start(model);
+          await this.serially(async () => {
+            if (this.channel && this.consumerTag === undefined) await this.subscribe(this.channel);
+            else if (!this.channel) await this.open(model);
+          });
           this.logger.log(`${this.definition.name}: resubscribed to ${this.definition.queue}`);
           return;
         } catch (error) {
