@@ -19,6 +19,15 @@ export const HEADERS = {
   causationId: 'rm-causation-id',
   orderingKey: 'rm-ordering-key',
   attempt: 'rm-attempt',
+  /** When the first attempt failed; set by the first retry and kept until the message succeeds or dead-letters. */
+  firstFailureAt: 'rm-first-failure-at',
+  /** Deliveries that ended with no outcome (the process died, the connection dropped), counted by the module. */
+  redeliveries: 'rm-redeliveries',
+  /** The exchange and routing key the message was first published with, kept across retries and replays. */
+  originalExchange: 'rm-original-exchange',
+  originalRoutingKey: 'rm-original-routing-key',
+  /** The queue a delayed retry goes back to (the retry deliver exchange routes on it). */
+  retryQueue: 'rm-retry-queue',
   traceparent: 'traceparent',
   tracestate: 'tracestate',
 } as const;
@@ -38,6 +47,8 @@ export const DEAD_LETTER_HEADERS = {
   lastFailureAt: 'rm-dead-letter-last-failure-at',
   host: 'rm-dead-letter-host',
   count: 'rm-dead-letter-count',
+  /** When the message was last replayed from its dead-letter queue. */
+  replayedAt: 'rm-dead-letter-replayed-at',
 } as const;
 
 export const JSON_CONTENT_TYPE = 'application/json';

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { TerminusModule } from '@nestjs/terminus';
 import {
   RELIABLE_MESSAGING_MODULE_OPTIONS,
   RESOLVED_MESSAGING_OPTIONS,
@@ -17,14 +18,46 @@ import { EnvelopeFactory } from './envelope/envelope.factory';
 import { ReliabilityPipeline } from './pipeline/reliability-pipeline';
 import { MessagePublisher } from './publishing/message-publisher.service';
 import { FailureHandler } from './retry/failure-handler.service';
+import { RetryScheduler } from './retry/retry-scheduler.service';
+import { DelayTopology } from './retry/delay-topology.service';
+import { DeadLetterAudit } from './dead-letter/dead-letter-audit.service';
+import { DeadLetterMonitor } from './dead-letter/dead-letter-monitor.service';
+import { DeadLetterOperations } from './dead-letter/dead-letter-operations.service';
 import { MessagingLifecycle } from './shutdown/messaging-lifecycle.service';
+import { OverdueHandlers } from './flow-control/overdue-handlers.service';
+import { MessagingMetrics } from './metrics/messaging-metrics.service';
+import { MetricsCollector } from './metrics/metrics-collector.service';
+import { QueueDepthMonitor } from './metrics/queue-depth.monitor';
+import { BrokerHealthIndicator } from './health/broker.health';
+import { ConsumersHealthIndicator } from './health/consumers.health';
+import { DatabaseHealthIndicator } from './health/database.health';
+import { DeadLetterHealthIndicator } from './health/dead-letter.health';
+import { HandlersHealthIndicator } from './health/handlers.health';
+import { OutboxHealthIndicator } from './health/outbox.health';
+import { ShutdownHealthIndicator } from './health/shutdown.health';
+import { MessagingHealth } from './health/messaging-health.service';
+import { SchemaCheck } from './database/schema-check.service';
+import { TransactionContext } from './database/transaction-context.service';
+import { OutboxCommitSignal } from './outbox/outbox-commit-signal.service';
+import { OutboxMonitor } from './outbox/outbox-monitor.service';
+import { OutboxPruner } from './outbox/outbox-pruner.service';
+import { OutboxRelay } from './outbox/outbox-relay.service';
+import { OutboxStore } from './outbox/outbox-store.service';
+import { OutboxWriter } from './outbox/outbox-writer.service';
+import { InboxStage } from './inbox/inbox.middleware';
+import { InboxPruner } from './inbox/inbox-pruner.service';
+import { InboxStats } from './inbox/inbox-stats.service';
+import { InboxStore } from './inbox/inbox-store.service';
+import { OrderedRetry } from './ordering/ordered-retry.service';
+import { OrderingTopology } from './ordering/ordering-topology.service';
+import { VersionGuard } from './ordering/version-guard.service';
 
 /**
  * Reliable messaging over RabbitMQ. Import once with `forRoot()` / `forRootAsync()` (global by default);
  * decorate provider methods with `@Consume()` and `@Publish()`, or inject `MessagePublisher`.
  */
 @Module({
-  imports: [DiscoveryModule],
+  imports: [DiscoveryModule, TerminusModule],
   providers: [
     {
       provide: RESOLVED_MESSAGING_OPTIONS,
@@ -38,17 +71,58 @@ import { MessagingLifecycle } from './shutdown/messaging-lifecycle.service';
     EnvelopeFactory,
     DeadLetterService,
     FailureHandler,
+    RetryScheduler,
+    DelayTopology,
+    DeadLetterAudit,
+    DeadLetterMonitor,
+    DeadLetterOperations,
     ReliabilityPipeline,
     ConsumerRegistry,
     MessagePublisher,
     MessagingExplorer,
     MessagingLifecycle,
+    OverdueHandlers,
+    MessagingMetrics,
+    MetricsCollector,
+    QueueDepthMonitor,
+    BrokerHealthIndicator,
+    ConsumersHealthIndicator,
+    DatabaseHealthIndicator,
+    DeadLetterHealthIndicator,
+    HandlersHealthIndicator,
+    OutboxHealthIndicator,
+    ShutdownHealthIndicator,
+    MessagingHealth,
+    SchemaCheck,
+    TransactionContext,
+    OutboxStore,
+    OutboxWriter,
+    OutboxCommitSignal,
+    OutboxRelay,
+    OutboxMonitor,
+    OutboxPruner,
+    InboxStore,
+    InboxStats,
+    InboxStage,
+    InboxPruner,
+    OrderedRetry,
+    OrderingTopology,
+    VersionGuard,
   ],
   exports: [
     MessagePublisher,
     AmqpConnection,
     ConsumerRegistry,
     MessagingLifecycle,
+    MessagingMetrics,
+    MessagingHealth,
+    OutboxMonitor,
+    OutboxRelay,
+    InboxStats,
+    VersionGuard,
+    DeadLetterMonitor,
+    DeadLetterOperations,
+    DeadLetterAudit,
     RESOLVED_MESSAGING_OPTIONS,
   ],
 })

@@ -1,6 +1,11 @@
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import type { DataSource } from 'typeorm';
+import type { Registry } from 'prom-client';
 import { ConfigurationError } from './errors/configuration.error';
+import { assertDeadline } from './flow-control/deadline-limits';
+import { resolveRetryOptions, type ResolvedRetryOptions, type RetryOptions } from './retry/retry.options';
+import { resolveOutboxOptions, type OutboxOptions, type ResolvedOutboxOptions } from './outbox/outbox.options';
+import { resolveInboxOptions, type InboxOptions, type ResolvedInboxOptions } from './inbox/inbox.options';
 
 /** The type of a queue this module declares. Quorum queues are replicated and the default. */
 export type QueueType = 'quorum' | 'classic';
@@ -40,12 +45,38 @@ export interface ReliableMessagingModuleOptions {
   appId?: string;
   /** Quorum queues' `x-delivery-limit`, a backstop against crash loops; attempts are counted by the module. Default: 20. */
   deliveryLimitBackstop?: number;
-  /** The DataSource that holds the outbox and inbox tables. Without it there is no outbox and no dedup. */
+  /**
+   * The DataSource (PostgreSQL) that holds the outbox and inbox tables. With it, `publish()` writes to the outbox
+   * in the caller's transaction and consumers deduplicate; without it there is no outbox and no dedup, and
+   * `publish()` sends at once. Default: none.
+   */
   dataSource?: DataSource;
+  /** The transactional outbox and its relay (used with `dataSource`). Defaults: see OutboxOptions. */
+  outbox?: OutboxOptions;
+  /** The inbox that deduplicates deliveries (used with `dataSource`). Defaults: see InboxOptions. */
+  inbox?: InboxOptions;
   /** Whether to consume at all (a publish-only process, or the relay run on its own, sets false). Default: true. */
   consumersEnabled?: boolean;
   /** Graceful shutdown's deadline: keep it below Kubernetes' terminationGracePeriodSeconds. Default: 25000 ms. */
   shutdownTimeoutMs?: number;
+  /** Handler deadline (acknowledgement window) for consumers that don't set `deadlineMs`. Default: 300000 ms (5 min). */
+  defaultDeadlineMs?: number;
+  /**
+   * The broker's acknowledgement timeout per consumer, sent as `x-consumer-timeout` on RabbitMQ 3.12+ (older
+   * brokers use `consumer_timeout` in rabbitmq.conf). Deadlines and their extensions stay below it. Default: 1800000 ms (30 min).
+   */
+  consumerTimeoutMs?: number;
+  /** The prom-client registry the module's `rm_*` metrics are registered on. Default: prom-client's global `register`. */
+  metricsRegistry?: Registry;
+  /** How long a health check or a metrics scrape waits for the broker or the database. Default: 3000 ms. */
+  probeTimeoutMs?: number;
+  /** Retries of failed deliveries, for every consumer; `@Consume({ retry })` overrides. Defaults: see RetryOptions (6 attempts from 1 s, capped at 60 s). */
+  retry?: RetryOptions;
+  /**
+   * The JSON-lines file the dead-letter tools append their audit records to when there is no `dataSource`
+   * (with one, they go to the `rm_dead_letter_audit` table). Default: `dead-letter-audit.jsonl` in the working directory.
+   */
+  deadLetterAuditFile?: string;
 }
 
 /** Every option with its default applied, validated once at startup. */
@@ -66,8 +97,16 @@ export interface ResolvedMessagingOptions {
   appId: string;
   deliveryLimitBackstop: number;
   dataSource?: DataSource;
+  outbox: ResolvedOutboxOptions;
+  inbox: ResolvedInboxOptions;
   consumersEnabled: boolean;
   shutdownTimeoutMs: number;
+  defaultDeadlineMs: number;
+  consumerTimeoutMs: number;
+  metricsRegistry?: Registry;
+  probeTimeoutMs: number;
+  retry: ResolvedRetryOptions;
+  deadLetterAuditFile?: string;
 }
 
 export const DEFAULT_CONNECTION_NAME = 'reliable-messaging';
@@ -82,6 +121,9 @@ export const DEFAULT_RECONNECT_MAX_DELAY_MS = 15_000;
 export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
 export const DEFAULT_DELIVERY_LIMIT_BACKSTOP = 20;
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;
+export const DEFAULT_DEADLINE_MS = 300_000;
+export const DEFAULT_CONSUMER_TIMEOUT_MS = 1_800_000;
+export const DEFAULT_PROBE_TIMEOUT_MS = 3_000;
 
 /** Applies defaults and checks every option, failing with a message that says how to fix it. */
 export function resolveOptions(options: ReliableMessagingModuleOptions): ResolvedMessagingOptions {
@@ -118,8 +160,16 @@ export function resolveOptions(options: ReliableMessagingModuleOptions): Resolve
     appId: options.appId ?? connectionName,
     deliveryLimitBackstop: options.deliveryLimitBackstop ?? DEFAULT_DELIVERY_LIMIT_BACKSTOP,
     dataSource: options.dataSource,
+    outbox: resolveOutboxOptions(options.outbox),
+    inbox: resolveInboxOptions(options.inbox),
     consumersEnabled: options.consumersEnabled ?? true,
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS,
+    defaultDeadlineMs: options.defaultDeadlineMs ?? DEFAULT_DEADLINE_MS,
+    consumerTimeoutMs: options.consumerTimeoutMs ?? DEFAULT_CONSUMER_TIMEOUT_MS,
+    metricsRegistry: options.metricsRegistry,
+    probeTimeoutMs: options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS,
+    retry: resolveRetryOptions(options.retry),
+    deadLetterAuditFile: options.deadLetterAuditFile,
   };
 
   assertName('exchange', resolved.exchange);
@@ -143,6 +193,17 @@ export function resolveOptions(options: ReliableMessagingModuleOptions): Resolve
   );
   assertInteger('startupTimeoutMs', resolved.startupTimeoutMs, 1, 3_600_000);
   assertInteger('shutdownTimeoutMs', resolved.shutdownTimeoutMs, 0, 3_600_000);
+  assertInteger('consumerTimeoutMs', resolved.consumerTimeoutMs, 10_000, 2_147_483_647);
+  assertDeadline('defaultDeadlineMs', resolved.defaultDeadlineMs, resolved.consumerTimeoutMs);
+  assertInteger('probeTimeoutMs', resolved.probeTimeoutMs, 1, 60_000);
+  if (
+    resolved.deadLetterAuditFile !== undefined &&
+    (typeof resolved.deadLetterAuditFile !== 'string' || resolved.deadLetterAuditFile === '')
+  ) {
+    throw new ConfigurationError(
+      "ReliableMessagingModule: 'deadLetterAuditFile' must be a file path, e.g. '/var/log/app/dead-letter-audit.jsonl'",
+    );
+  }
   assertInteger('deliveryLimitBackstop', resolved.deliveryLimitBackstop, 1, 10_000);
   return resolved;
 }

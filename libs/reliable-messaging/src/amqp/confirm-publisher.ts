@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { ChannelModel, ConfirmChannel, Message } from 'amqplib';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
@@ -10,6 +10,8 @@ import {
   UnroutableMessageError,
 } from '../errors/publish.error';
 import { errorMessage } from '../util/error-text';
+import { MessagingMetrics } from '../metrics/messaging-metrics.service';
+import { traceSend } from '../tracing/messaging-tracer';
 import { AmqpConnection } from './amqp-connection.service';
 
 interface Pending {
@@ -30,10 +32,13 @@ export class ConfirmPublisher {
   private opening?: Promise<ConfirmChannel>;
   private drained: Promise<void> = Promise.resolve();
   private readonly pendingById = new Map<string, Pending[]>();
+  /** Why the broker closed a channel (e.g. a publish to a missing exchange), for the errors of its pending publishes. */
+  private readonly closeReasons = new WeakMap<ConfirmChannel, string>();
 
   constructor(
     private readonly connection: AmqpConnection,
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+    @Optional() private readonly metrics?: MessagingMetrics,
   ) {
     connection.onConnect(async (model) => {
       this.channel = undefined;
@@ -47,8 +52,27 @@ export class ConfirmPublisher {
     return this.channel !== undefined;
   }
 
-  /** Publishes and waits for the broker's confirm. */
+  /**
+   * Publishes and waits for the broker's confirm, in a `send <exchange>` span; the time to the confirm is
+   * recorded in `rm_publish_confirm_duration_seconds`, by outcome.
+   */
   async publish(message: OutboundMessage): Promise<void> {
+    const started = performance.now();
+    let outcome = 'confirmed';
+    try {
+      await traceSend(message, () => this.send(message));
+    } catch (error) {
+      outcome = error instanceof Error ? error.name : 'Error';
+      throw error;
+    } finally {
+      this.metrics?.publishConfirmDuration.observe(
+        { exchange: message.exchange, outcome },
+        (performance.now() - started) / 1000,
+      );
+    }
+  }
+
+  private async send(message: OutboundMessage): Promise<void> {
     const channel = await this.ready();
     await this.drained;
     const pending: Pending = { messageId: message.properties.messageId };
@@ -78,7 +102,7 @@ export class ConfirmPublisher {
                   error instanceof Error && /nack/i.test(error.message)
                     ? new PublishRejectedError(`broker refused message ${pending.messageId}`)
                     : new PublishError(
-                        `publish of message ${pending.messageId} failed: ${errorMessage(error)}`,
+                        `publish of message ${pending.messageId} failed: ${this.failureText(channel, error)}`,
                       ),
                 );
               } else if (pending.returned !== undefined) {
@@ -120,7 +144,10 @@ export class ConfirmPublisher {
   private open(model: ChannelModel): Promise<ConfirmChannel> {
     this.opening ??= (async () => {
       const channel = await model.createConfirmChannel();
-      channel.on('error', (error: Error) => this.logger.warn(`publisher channel error: ${error.message}`));
+      channel.on('error', (error: Error) => {
+        this.closeReasons.set(channel, error.message);
+        this.logger.warn(`publisher channel error: ${error.message}`);
+      });
       channel.on('return', (returned: Message) => this.onReturn(returned));
       channel.once('close', () => {
         if (this.channel === channel) {
@@ -135,6 +162,12 @@ export class ConfirmPublisher {
       throw new PublishError(`could not open a publisher channel: ${errorMessage(error)}`);
     });
     return this.opening;
+  }
+
+  /** A failed publish's error, with the reason the broker gave for closing the channel when it gave one. */
+  private failureText(channel: ConfirmChannel, error: unknown): string {
+    const reason = this.closeReasons.get(channel);
+    return reason ? `${errorMessage(error)} (${reason})` : errorMessage(error);
   }
 
   private onReturn(returned: Message): void {

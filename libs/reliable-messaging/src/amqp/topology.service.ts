@@ -4,6 +4,7 @@ import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definit
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import type { ConsumerDefinition } from '../consuming/consumer-definition';
 import { TopologyMismatchError } from '../errors/topology-mismatch.error';
+import { deadLetterQueueArguments } from '../dead-letter/dead-letter-queue';
 
 /** Declares more topology for a consumer (for example retry queues); runs after the consumer's own queues. */
 export type TopologyContributor = (channel: Channel, consumer: ConsumerDefinition) => Promise<void>;
@@ -31,7 +32,7 @@ export class TopologyService {
   async declare(model: ChannelModel, consumers: readonly ConsumerDefinition[]): Promise<void> {
     await this.withChannel(model, async (channel) => {
       await this.declareExchanges(channel);
-      for (const consumer of consumers) await this.declareConsumer(channel, consumer);
+      for (const consumer of consumers) await this.declareConsumer(model, channel, consumer);
     });
   }
 
@@ -39,7 +40,7 @@ export class TopologyService {
   async declareOne(model: ChannelModel, consumer: ConsumerDefinition): Promise<void> {
     await this.withChannel(model, async (channel) => {
       await this.declareExchanges(channel);
-      await this.declareConsumer(channel, consumer);
+      await this.declareConsumer(model, channel, consumer);
     });
   }
 
@@ -69,19 +70,54 @@ export class TopologyService {
     await channel.assertExchange(this.options.deadLetterExchange, 'direct', { durable: true });
   }
 
-  private async declareConsumer(channel: Channel, consumer: ConsumerDefinition): Promise<void> {
+  private async declareConsumer(
+    model: ChannelModel,
+    channel: Channel,
+    consumer: ConsumerDefinition,
+  ): Promise<void> {
     await channel.assertQueue(consumer.deadLetterQueue, {
       durable: true,
-      arguments: { 'x-queue-type': consumer.queueType },
+      arguments: deadLetterQueueArguments(consumer.queueType),
     });
     await channel.bindQueue(consumer.deadLetterQueue, this.options.deadLetterExchange, consumer.queue);
-    await channel.assertQueue(consumer.queue, { durable: true, arguments: consumer.queueArguments });
+    await channel
+      .assertQueue(consumer.queue, { durable: true, arguments: consumer.queueArguments })
+      .catch(async (error: unknown) => {
+        throw (await this.queueTypeMismatch(model, consumer)) ?? error;
+      });
     await channel.assertExchange(consumer.exchange, 'topic', { durable: true });
     for (const key of consumer.bindings) await channel.bindQueue(consumer.queue, consumer.exchange, key);
     for (const contributor of this.contributors) await contributor(channel, consumer);
   }
 
-  private async withChannel(model: ChannelModel, work: (channel: Channel) => Promise<void>): Promise<void> {
+  /**
+   * The broker names only the first argument that differs, and for a queue of the other type that is a symptom
+   * (x-overflow, x-delivery-limit) rather than the cause. When the queue matches what this module declares for the
+   * other type, the type is what differs. The probe declaration is equivalent to the queue, so it changes nothing.
+   */
+  private async queueTypeMismatch(
+    model: ChannelModel,
+    consumer: ConsumerDefinition,
+  ): Promise<TopologyMismatchError | undefined> {
+    const other = consumer.queueType === 'quorum' ? 'classic' : 'quorum';
+    const probe = await model.createChannel().catch(() => undefined);
+    if (!probe) return undefined;
+    probe.on('error', () => undefined);
+    try {
+      await probe.assertQueue(consumer.queue, {
+        durable: true,
+        arguments: this.queueArguments(consumer.queue, other, consumer.options.queueArguments),
+      });
+      return new TopologyMismatchError('queue', consumer.queue, 'x-queue-type', consumer.queueType, other);
+    } catch {
+      return undefined;
+    } finally {
+      await probe.close().catch(() => undefined);
+    }
+  }
+
+  /** Runs declarations on a short-lived channel; a PRECONDITION_FAILED becomes a TopologyMismatchError. */
+  async withChannel(model: ChannelModel, work: (channel: Channel) => Promise<void>): Promise<void> {
     const channel = await model.createChannel();
     // NOTE: a failed declaration closes the channel with the reason; the 'error' event must be handled or
     // amqplib rethrows it on the connection.

@@ -1,6 +1,7 @@
 import type { Type } from '@nestjs/common';
 import type { ConsumeOptions } from '../decorators/consume.decorator';
 import type { QueueType } from '../reliable-messaging.options';
+import type { ConsumerOrdering } from '../ordering/ordering.options';
 
 /** A discovered `@Consume()` handler with every option resolved; built once at startup. */
 export interface ConsumerDefinition {
@@ -26,4 +27,6 @@ export interface ConsumerDefinition {
   methodName: string;
   /** The options as written on the decorator, for later stages to read their own settings from. */
   options: ConsumeOptions;
+  /** How its messages are ordered; a key-ordered `@Consume()` is one definition per partition. Default: none. */
+  ordering?: ConsumerOrdering;
 }

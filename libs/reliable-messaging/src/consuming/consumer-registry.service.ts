@@ -1,8 +1,10 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { ChannelModel } from 'amqplib';
 import { AmqpConnection } from '../amqp/amqp-connection.service';
 import { TopologyService } from '../amqp/topology.service';
 import { ReliabilityPipeline } from '../pipeline/reliability-pipeline';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
+import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import type { ConsumerDefinition } from './consumer-definition';
 import { ConsumerRunner, type ConsumerStatus, type DrainResult } from './consumer-runner';
 
@@ -11,24 +13,38 @@ import { ConsumerRunner, type ConsumerStatus, type DrainResult } from './consume
 export class ConsumerRegistry {
   private runners: ConsumerRunner[] = [];
   private definitions: ConsumerDefinition[] = [];
+  private discovered: ConsumerDefinition[] = [];
 
   constructor(
     private readonly connection: AmqpConnection,
     private readonly topology: TopologyService,
     private readonly pipeline: ReliabilityPipeline,
+    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
   ) {}
 
   /** Registers the discovered consumers; their pipelines are built here, once. */
-  register(definitions: ConsumerDefinition[]): void {
+  register(definitions: ConsumerDefinition[], discovered: ConsumerDefinition[] = definitions): void {
     this.definitions = definitions;
+    this.discovered = discovered;
     this.runners = definitions.map(
       (definition) =>
-        new ConsumerRunner(definition, this.pipeline.build(definition), this.connection, this.topology),
+        new ConsumerRunner(
+          definition,
+          this.pipeline.build(definition),
+          this.connection,
+          this.topology,
+          this.options.consumerTimeoutMs,
+        ),
     );
   }
 
   get consumers(): readonly ConsumerDefinition[] {
     return this.definitions;
+  }
+
+  /** Every `@Consume()` handler of the app, also when `consumersEnabled` is false (the dead-letter tools read their queues). */
+  get discoveredConsumers(): readonly ConsumerDefinition[] {
+    return this.discovered;
   }
 
   get statuses(): ConsumerStatus[] {

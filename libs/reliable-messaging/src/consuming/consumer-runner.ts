@@ -7,7 +7,9 @@ import type { MessageHandler } from '../pipeline/message-middleware';
 import { fullJitterDelay, sleep } from '../util/backoff';
 import { errorMessage } from '../util/error-text';
 import { Semaphore } from '../util/semaphore';
+import { consumerTimeoutArguments } from '../flow-control/consumer-timeout';
 import type { ConsumerDefinition } from './consumer-definition';
+import { AckBatcher } from './ack-batcher';
 
 const RESUBSCRIBE_BASE_MS = 200;
 const RESUBSCRIBE_CAP_MS = 10_000;
@@ -34,7 +36,10 @@ export class ConsumerRunner {
   private readonly logger = new Logger('ReliableMessaging');
   private readonly semaphore: Semaphore;
   private readonly inFlight = new Set<Promise<void>>();
+  private readonly deliveries = new Set<InboundDelivery>();
   private channel?: Channel;
+  /** Batches the acks of `channel`. */
+  private acks?: AckBatcher;
   private consumerTag?: string;
   private stopping = false;
   private completed = 0;
@@ -47,6 +52,8 @@ export class ConsumerRunner {
     private readonly handler: MessageHandler,
     private readonly connection: AmqpConnection,
     private readonly topology: TopologyService,
+    /** The broker's acknowledgement timeout for this consumer, sent where the broker supports it. */
+    private readonly consumerTimeoutMs?: number,
   ) {
     this.semaphore = new Semaphore(definition.concurrency);
   }
@@ -77,9 +84,18 @@ export class ConsumerRunner {
     if (channel && tag) await channel.cancel(tag).catch(() => undefined);
     const before = this.completed;
     const remaining = Math.max(0, deadline - Date.now());
-    await Promise.race([Promise.allSettled([...this.inFlight]), sleep(remaining)]);
+    // The deadline timer is cancelled once the drain ends, so it cannot hold the process open after shutdown.
+    const drained = new AbortController();
+    await Promise.race([Promise.allSettled([...this.inFlight]), sleep(remaining, drained.signal)]);
+    drained.abort();
     const abandoned = this.inFlight.size;
+    const reason = new Error('the shutdown deadline passed; this delivery goes back to the broker');
+    for (const delivery of this.deliveries) {
+      delivery.release();
+      delivery.abort.abort(reason);
+    }
     this.channel = undefined;
+    this.acks?.flush();
     if (channel) await channel.close().catch(() => undefined);
     return { completed: this.completed - before, abandoned };
   }
@@ -90,6 +106,7 @@ export class ConsumerRunner {
     const channel = await model.createChannel();
     this.model = model;
     this.channel = channel;
+    this.acks = new AckBatcher(channel);
     channel.on('error', (error: Error) =>
       this.logger.warn(`${this.definition.name}: channel error: ${error.message}`),
     );
@@ -111,6 +128,10 @@ export class ConsumerRunner {
       (message) => this.onMessage(channel, message),
       {
         noAck: false,
+        arguments:
+          this.consumerTimeoutMs === undefined
+            ? undefined
+            : consumerTimeoutArguments(channel.connection.serverProperties.version, this.consumerTimeoutMs),
       },
     );
     this.consumerTag = reply.consumerTag;
@@ -125,7 +146,9 @@ export class ConsumerRunner {
       void this.recover();
       return;
     }
-    const delivery = new InboundDelivery(message, this.definition, channel);
+    const acks = this.channel === channel ? this.acks : undefined;
+    acks?.track(message);
+    const delivery = new InboundDelivery(message, this.definition, channel, acks);
     const task = this.semaphore
       .run(() => this.handler(delivery))
       .catch((error: unknown) => {
@@ -135,8 +158,10 @@ export class ConsumerRunner {
       .finally(() => {
         this.completed++;
         this.inFlight.delete(task);
+        this.deliveries.delete(delivery);
       });
     this.inFlight.add(task);
+    this.deliveries.add(delivery);
   }
 
   private onChannelClosed(channel: Channel): void {

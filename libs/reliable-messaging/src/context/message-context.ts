@@ -18,6 +18,13 @@ export interface MessageContext {
   readonly raw: ConsumeMessage;
   /** Aborted when the handler's deadline passes or the process is shutting down past its deadline. */
   readonly signal: AbortSignal;
+  /** When the handler's deadline passes: `signal` aborts then and the attempt counts as failed and is retried. */
+  readonly deadline: Date | undefined;
+  /**
+   * Leaves the handler at least `ms` more from now, for a long handler that is still making progress; never
+   * past the consumer timeout less its margin. Returns the new deadline.
+   */
+  extendDeadline(ms: number): Date | undefined;
   /** The transaction the handler's writes must join for dedup and outbox to commit together, when one is open. */
   readonly manager?: EntityManager;
 }

@@ -1,6 +1,9 @@
 import { SetMetadata, type Type } from '@nestjs/common';
 import type { QueueType } from '../reliable-messaging.options';
 import { CONSUME_METADATA } from '../reliable-messaging.constants';
+import type { RetryOptions } from '../retry/retry.options';
+import type { RateLimit } from '../flow-control/rate-limit.middleware';
+import type { OrderingOption } from '../ordering/ordering.options';
 
 /** Options of `@Consume()`. Defaults come from the module's options where named. */
 export interface ConsumeOptions {
@@ -22,6 +25,30 @@ export interface ConsumeOptions {
   queueType?: QueueType;
   /** Extra queue arguments (for example `x-max-length`). The module's own arguments win on conflict. */
   queueArguments?: Record<string, unknown>;
+  /**
+   * How long a handler may run before the attempt counts as failed and is retried (the acknowledgement window).
+   * Set it above the handler's p99; `ctx.extendDeadline(ms)` pushes it back from inside a long handler. Default:
+   * the module's `defaultDeadlineMs` (300000 ms).
+   */
+  deadlineMs?: number;
+  /** At most `limit` handler starts per `periodMs` in this process, e.g. for a rate-limited external API. Default: none. */
+  rateLimit?: RateLimit;
+  /** Retries of this consumer's failures. Default: the module's `retry`; numbers set here replace it, error classes and the predicate add to it. */
+  retry?: RetryOptions;
+  /**
+   * Deduplicate deliveries through the inbox: the handler runs in a transaction with the message's inbox row,
+   * and a message whose idempotency key this consumer already handled is skipped and acknowledged. Set false
+   * for a handler that is idempotent by construction. Default: true when the module has a `dataSource`.
+   */
+  dedup?: boolean;
+  /**
+   * Which messages are handled in order, and so one at a time (docs/ordering.md): `'none'`, in parallel and in
+   * no order; `'queue'`, one at a time across all replicas, in queue order; `{ by: 'key', partitions: N }`, one
+   * at a time per ordering key in publish order, different keys in parallel over N partition queues (needs the
+   * `rabbitmq_consistent_hash_exchange` plugin). Ordered consumers ignore `concurrency` and retry in place.
+   * Default: `'none'`.
+   */
+  ordering?: OrderingOption;
 }
 
 /**

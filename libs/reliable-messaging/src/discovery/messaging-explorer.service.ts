@@ -17,6 +17,8 @@ import type { ConsumerDefinition } from '../consuming/consumer-definition';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { TopologyService } from '../amqp/topology.service';
 import { MessagePublisher } from '../publishing/message-publisher.service';
+import { planConsumerOrdering } from '../ordering/ordering-plan';
+import { TransactionContext } from '../database/transaction-context.service';
 
 const PRIMITIVES = new Set<unknown>([Object, String, Number, Boolean, Array, Promise, undefined]);
 
@@ -36,6 +38,7 @@ export class MessagingExplorer implements OnModuleInit {
     private readonly topology: TopologyService,
     private readonly publisher: MessagePublisher,
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+    private readonly transactions: TransactionContext,
   ) {}
 
   onModuleInit(): void {
@@ -51,7 +54,8 @@ export class MessagingExplorer implements OnModuleInit {
         const consume = Reflect.getMetadata(CONSUME_METADATA, method) as ConsumeOptions | undefined;
         const publish = Reflect.getMetadata(PUBLISH_METADATA, method) as PublishDecoratorOptions | undefined;
         if ((consume || publish) && !this.isStatic(wrapper, methodName)) continue;
-        if (consume) consumers.push(this.define(instance, prototype, methodName, consume));
+        if (consume)
+          consumers.push(...this.withOrdering(this.define(instance, prototype, methodName, consume)));
         if (publish) this.wrapPublisher(instance, methodName, publish);
       }
     }
@@ -65,7 +69,16 @@ export class MessagingExplorer implements OnModuleInit {
       }
       queues.set(consumer.queue, consumer.name);
     }
-    this.registry.register(this.options.consumersEnabled ? consumers : []);
+    this.registry.register(this.options.consumersEnabled ? consumers : [], consumers);
+  }
+
+  /** The consumers that run a definition: itself, its single-active-consumer queue, or one per partition. */
+  private withOrdering(definition: ConsumerDefinition): ConsumerDefinition[] {
+    return planConsumerOrdering(
+      definition,
+      (queue, queueType, extra) => this.topology.queueArguments(queue, queueType, extra),
+      (message) => this.logger.warn(message),
+    );
   }
 
   private isStatic(wrapper: InstanceWrapper, methodName: string): boolean {
@@ -134,15 +147,20 @@ export class MessagingExplorer implements OnModuleInit {
   ): void {
     const original = instance[methodName] as (...args: unknown[]) => unknown;
     const publisher = this.publisher;
+    const transactions = this.transactions;
+    // With nestjs-cls, the method and the outbox rows of what it returns share one transaction: the caller's,
+    // or one opened here, which a @Transactional() on the method joins instead of committing before the publish.
     const wrapped = async function (this: unknown, ...args: unknown[]): Promise<unknown> {
-      const result = await original.apply(this, args);
-      const messages = Array.isArray(result)
-        ? result
-        : result === undefined || result === null
-          ? []
-          : [result];
-      for (const message of messages) await publisher.publish(message as object, options);
-      return result;
+      return transactions.runInCurrentOrNewTransaction(async () => {
+        const result = await original.apply(this, args);
+        const messages = Array.isArray(result)
+          ? result
+          : result === undefined || result === null
+            ? []
+            : [result];
+        for (const message of messages) await publisher.publish(message as object, options);
+        return result;
+      });
     };
     // NOTE: Nest reads metadata from the method object, so the wrapper carries the original's metadata.
     for (const key of Reflect.getMetadataKeys(original)) {

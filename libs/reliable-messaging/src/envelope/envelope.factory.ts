@@ -1,6 +1,5 @@
 import { hostname } from 'node:os';
 import { Inject, Injectable } from '@nestjs/common';
-import { context as otelContext, propagation } from '@opentelemetry/api';
 import { v7 as uuidv7 } from 'uuid';
 import { HEADERS, JSON_CONTENT_TYPE } from '../reliable-messaging.constants';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
@@ -10,6 +9,7 @@ import { PayloadTooLargeError } from '../errors/publish.error';
 import { ConfigurationError } from '../errors/configuration.error';
 import { MessageContextStorage } from '../context/message-context.storage';
 import type { PublishOptions, RawMessage } from '../publishing/publish-options';
+import { injectCreationContext } from '../tracing/messaging-tracer';
 import type { OutboundMessage } from './envelope';
 
 const RESERVED_HEADER_PREFIX = 'rm-';
@@ -42,8 +42,10 @@ export class EnvelopeFactory {
     headers[HEADERS.occurredAt] = (options.occurredAt ?? new Date()).toISOString();
     const causationId = options.causationId ?? handled?.messageId;
     if (causationId) headers[HEADERS.causationId] = causationId;
-    if (orderingKey) headers[HEADERS.orderingKey] = orderingKey;
-    propagation.inject(otelContext.active(), headers);
+    // NOTE: a key-ordered consumer's consistent-hash exchange hashes on this header, and RabbitMQ routes every
+    // message without it to one fixed partition (or, on some versions, fails the publish). A message without a
+    // key of its own gets its id: ordered only with itself, spread evenly over the partitions.
+    headers[HEADERS.orderingKey] = orderingKey ?? messageId;
 
     const body = Buffer.from(JSON.stringify(payload), 'utf8');
     if (body.length > this.options.maxPayloadBytes) {
@@ -51,16 +53,20 @@ export class EnvelopeFactory {
         `message '${type}' is ${body.length} bytes, above the limit of ${this.options.maxPayloadBytes} (maxPayloadBytes)`,
       );
     }
+    const exchange = options.exchange ?? this.options.exchange;
+    const routingKey = options.routingKey ?? type;
+    const correlationId = options.correlationId ?? handled?.correlationId ?? messageId;
+    injectCreationContext(headers, { exchange, routingKey, messageId, type, correlationId });
     return {
-      exchange: options.exchange ?? this.options.exchange,
-      routingKey: options.routingKey ?? type,
+      exchange,
+      routingKey,
       body,
       properties: {
         messageId,
         type,
         contentType: JSON_CONTENT_TYPE,
         contentEncoding: 'utf-8',
-        correlationId: options.correlationId ?? handled?.correlationId ?? messageId,
+        correlationId,
         appId: this.options.appId,
         timestamp: Math.floor(Date.now() / 1000),
         headers,
@@ -82,7 +88,10 @@ export class EnvelopeFactory {
         version: definition.version,
         payload: message,
         idempotencyKey: requireKey(definition.type, idempotencyKey),
-        orderingKey: options.orderingKey ?? definition.orderingKey?.(message),
+        orderingKey: optionalOrderingKey(
+          definition.type,
+          options.orderingKey ?? definition.orderingKey?.(message),
+        ),
       };
     }
     const raw = message as Partial<RawMessage>;
@@ -100,9 +109,19 @@ export class EnvelopeFactory {
       version,
       payload: raw.payload,
       idempotencyKey: requireKey(raw.type, options.idempotencyKey),
-      orderingKey: options.orderingKey,
+      orderingKey: optionalOrderingKey(raw.type, options.orderingKey),
     };
   }
+}
+
+function optionalOrderingKey(type: string, key: string | undefined): string | undefined {
+  if (key === undefined) return undefined;
+  if (typeof key !== 'string' || key.length === 0 || key.length > 256) {
+    throw new ConfigurationError(
+      `message '${type}': an ordering key must be a string of 1 to 256 characters, got ${typeof key === 'string' ? `${key.length} characters` : typeof key}`,
+    );
+  }
+  return key;
 }
 
 function requireKey(type: string, key: string | undefined): string {

@@ -14,7 +14,10 @@ export interface Envelope {
   correlationId: string;
   /** The messageId of the message whose handling caused this one, if any. */
   causationId?: string;
-  /** Messages with the same ordering key are handled in order by ordered consumers. */
+  /**
+   * Messages with the same ordering key are handled in order by key-ordered consumers. This module's publishers
+   * set the message's id when there is no key of its own; other publishers may leave it out.
+   */
   orderingKey?: string;
   /** W3C trace context. */
   traceparent?: string;

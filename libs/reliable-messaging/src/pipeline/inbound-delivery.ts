@@ -3,6 +3,8 @@ import type { EntityManager } from 'typeorm';
 import type { Envelope } from '../envelope/envelope';
 import type { ConsumerDefinition } from '../consuming/consumer-definition';
 import type { MessageContext } from '../context/message-context';
+import type { HandlerDeadline } from '../flow-control/handler-deadline';
+import type { AckBatcher } from '../consuming/ack-batcher';
 
 /**
  * One delivery on its way through the pipeline. Stages fill it in (the envelope and payload after decoding,
@@ -11,18 +13,28 @@ import type { MessageContext } from '../context/message-context';
  */
 export class InboundDelivery {
   readonly receivedAt = Date.now();
-  readonly abort = new AbortController();
+  /** The current attempt's abort controller, made on first use: most handlers never look at their signal. */
+  private attemptAbort: { controller?: AbortController } = {};
   envelope?: Envelope;
   attempt = 1;
   payload?: unknown;
   manager?: EntityManager;
+  /** The handler's deadline, set by the deadline stage. */
+  deadline?: HandlerDeadline;
   private settled = false;
 
   constructor(
     readonly raw: ConsumeMessage,
     readonly consumer: ConsumerDefinition,
     private readonly channel: Channel,
+    /** Sends this channel's acks in batches; without it each ack is sent at once. */
+    private readonly acks?: AckBatcher,
   ) {}
+
+  /** Aborts the current attempt's handler (its deadline, or shutdown past its deadline); a new one per attempt. */
+  get abort(): AbortController {
+    return (this.attemptAbort.controller ??= new AbortController());
+  }
 
   get isSettled(): boolean {
     return this.settled;
@@ -30,17 +42,49 @@ export class InboundDelivery {
 
   /** Acknowledges once; false when already settled or the channel is gone. */
   ack(): boolean {
-    return this.settle(() => this.channel.ack(this.raw));
+    if (this.settled) return false;
+    this.settled = true;
+    try {
+      if (this.acks) this.acks.ack(this.raw);
+      else this.channel.ack(this.raw);
+      return true;
+    } catch {
+      // NOTE: amqplib throws IllegalOperationError when the channel has closed; the broker requeues then.
+      return false;
+    }
   }
 
   /** Negatively acknowledges once; with `requeue` the broker delivers it again. */
   nack(requeue: boolean): boolean {
-    return this.settle(() => this.channel.nack(this.raw, false, requeue));
+    return this.settle(() =>
+      this.acks ? this.acks.nack(this.raw, requeue) : this.channel.nack(this.raw, false, requeue),
+    );
+  }
+
+  /**
+   * Gives up the delivery without settling it: the channel is about to close (shutdown past its deadline) and
+   * the broker requeues it. From here on nothing acts on it: no ack, no retry, no dead letter.
+   */
+  release(): void {
+    this.settled = true;
+  }
+
+  /**
+   * Starts attempt `attempt` of this same delivery, for a consumer that retries in place to keep its order:
+   * the previous attempt's signal, deadline and transaction are left behind; the envelope and payload stay.
+   */
+  retryInPlace(attempt: number): void {
+    this.attempt = attempt;
+    this.attemptAbort = {};
+    this.deadline = undefined;
+    this.manager = undefined;
   }
 
   /** The context handed to the handler. Requires the envelope, so only valid after decoding. */
   toContext(): MessageContext {
     if (!this.envelope) throw new Error('the envelope is read before the handler runs');
+    const deadlineOf = (): Date | undefined => this.deadline?.deadline;
+    const attemptAbort = this.attemptAbort;
     return {
       envelope: this.envelope,
       attempt: this.attempt,
@@ -48,7 +92,13 @@ export class InboundDelivery {
       queue: this.consumer.queue,
       consumer: this.consumer.name,
       raw: this.raw,
-      signal: this.abort.signal,
+      get signal() {
+        return (attemptAbort.controller ??= new AbortController()).signal;
+      },
+      get deadline() {
+        return deadlineOf();
+      },
+      extendDeadline: (ms: number) => this.deadline?.extend(ms),
       manager: this.manager,
     };
   }

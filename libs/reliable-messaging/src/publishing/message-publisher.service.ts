@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ConfirmPublisher } from '../amqp/confirm-publisher';
 import { EnvelopeFactory } from '../envelope/envelope.factory';
+import { OutboxWriter } from '../outbox/outbox-writer.service';
 import type { PublishOptions } from './publish-options';
 
 /** The result of a publish: the id the message got. */
@@ -9,19 +10,30 @@ export interface PublishReceipt {
 }
 
 /**
- * Publishes messages with the full envelope. `publish()` is the default path; `publishNow()` sends at once
- * with a broker confirm, outside any transaction.
+ * Publishes messages with the full envelope. `publish()` is the default path: with the module's `dataSource`
+ * it writes the message to the outbox in the caller's transaction, and the relay sends it after the commit;
+ * without a `dataSource` it sends at once like `publishNow()`. `publishNow()` sends at once with a broker
+ * confirm, outside any transaction.
  */
 @Injectable()
 export class MessagePublisher {
   constructor(
     private readonly envelopes: EnvelopeFactory,
     private readonly confirms: ConfirmPublisher,
+    private readonly outbox: OutboxWriter,
   ) {}
 
-  /** Publishes a `@MessageType()` instance (or `{ type, payload }`) and waits for the broker's confirm. */
+  /**
+   * Publishes a `@MessageType()` instance (or `{ type, payload }`). With a `dataSource`: writes it to the outbox
+   * in `options.manager`'s transaction, else in the current one (nestjs-cls' `@Transactional()`, or the handler's
+   * with dedup on), and throws NoTransactionError outside any transaction; it is sent once that transaction
+   * commits, and never if it rolls back. Without a `dataSource`: sends at once and waits for the confirm.
+   */
   async publish(message: object, options: PublishOptions = {}): Promise<PublishReceipt> {
-    return this.publishNow(message, options);
+    if (!this.outbox.enabled) return this.publishNow(message, options);
+    const outbound = this.envelopes.create(message, options);
+    await this.outbox.write(outbound, options.manager);
+    return { messageId: outbound.properties.messageId };
   }
 
   /** Sends at once and waits for the broker's confirm; not tied to any database transaction. */

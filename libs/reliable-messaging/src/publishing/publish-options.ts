@@ -4,7 +4,10 @@ import type { EntityManager } from 'typeorm';
 export interface PublishOptions {
   /** Business key consumers deduplicate on. Default: the message class's `idempotencyKey(message)`; one is required. */
   idempotencyKey?: string;
-  /** Ordering key. Default: the message class's `orderingKey(message)`, else none. */
+  /**
+   * Ordering key (1 to 256 characters): key-ordered consumers handle the messages of one key in publish order.
+   * Default: the message class's `orderingKey(message)`, else the message's own id (ordered with nothing else).
+   */
   orderingKey?: string;
   /** Correlation id. Default: the handled message's correlation id inside a handler, else the new messageId. */
   correlationId?: string;

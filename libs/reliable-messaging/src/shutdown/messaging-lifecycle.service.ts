@@ -4,22 +4,38 @@ import {
   Logger,
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
+  type OnModuleDestroy,
 } from '@nestjs/common';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { AmqpConnection } from '../amqp/amqp-connection.service';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
+import { poolCapacityWarning } from '../flow-control/pool-capacity';
+import { errorMessage } from '../util/error-text';
+import { withTimeout } from '../util/with-timeout';
 
 /** A step of shutdown that runs after the consumers have drained and before the connection closes. */
 export type ShutdownStep = { name: string; run: (deadline: number) => Promise<void> };
 
+/** Time a shutdown step or the connection close may take past the deadline before shutdown moves on. */
+const PAST_DEADLINE_GRACE_MS = 1000;
+
 /**
- * Starts messaging once the app is bootstrapped, and stops it in one sequence: readiness down, consumers
- * cancelled, in-flight handlers awaited up to the deadline, registered steps (the outbox relay), then the
- * connection closed. Whatever is unacknowledged at the deadline goes back to the broker.
+ * Starts messaging once the app is bootstrapped, and stops it in one sequence, all within
+ * `shutdownTimeoutMs` (keep it below Kubernetes' terminationGracePeriodSeconds):
+ *
+ * 1. readiness goes down (from Nest's first shutdown hook, before anything stops);
+ * 2. every consumer cancels its subscription, so the broker sends nothing more;
+ * 3. in-flight handlers finish and are acknowledged, up to the deadline; at the deadline the handlers still
+ *    running have their `ctx.signal` aborted, and their deliveries go back to the broker when the consumer
+ *    channels close (the log says how many);
+ * 4. registered steps run (the outbox relay finishes its batch and its confirms);
+ * 5. the connection closes, and with it the publisher channel.
  */
 @Injectable()
-export class MessagingLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class MessagingLifecycle
+  implements OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown
+{
   private readonly logger = new Logger('ReliableMessaging');
   private readonly steps: ShutdownStep[] = [];
   private shuttingDown = false;
@@ -42,9 +58,17 @@ export class MessagingLifecycle implements OnApplicationBootstrap, BeforeApplica
   }
 
   async onApplicationBootstrap(): Promise<void> {
+    const warning =
+      this.options.dataSource && poolCapacityWarning(this.registry.consumers, this.options.dataSource);
+    if (warning) this.logger.warn(warning);
     this.connection.onConnect((model) => this.registry.declareTopology(model));
     this.connection.onConnect((model) => this.registry.startAll(model));
     await this.connection.start();
+  }
+
+  /** Nest's first shutdown hook: readiness fails from here, while other modules' hooks still run. */
+  onModuleDestroy(): void {
+    this.shuttingDown = true;
   }
 
   async beforeApplicationShutdown(signal?: string): Promise<void> {
@@ -54,7 +78,8 @@ export class MessagingLifecycle implements OnApplicationBootstrap, BeforeApplica
 
   private async stop(signal?: string): Promise<void> {
     this.shuttingDown = true;
-    const deadline = Date.now() + this.options.shutdownTimeoutMs;
+    const started = Date.now();
+    const deadline = started + this.options.shutdownTimeoutMs;
     this.logger.log(
       `shutting down${signal ? ` on ${signal}` : ''}: draining consumers (deadline ${this.options.shutdownTimeoutMs} ms)`,
     );
@@ -66,14 +91,22 @@ export class MessagingLifecycle implements OnApplicationBootstrap, BeforeApplica
     }
     for (const step of this.steps) {
       try {
-        await step.run(deadline);
+        await withTimeout(step.run(deadline), this.remaining(deadline), `shutdown step '${step.name}'`);
       } catch (error) {
-        this.logger.error(
-          `shutdown step '${step.name}' failed: ${error instanceof Error ? error.message : String(error)}`,
-        );
+        this.logger.error(`shutdown step '${step.name}' failed: ${errorMessage(error)}`);
       }
     }
-    await this.connection.close();
-    this.logger.log(`messaging stopped: ${completed} in-flight message(s) finished during shutdown`);
+    await withTimeout(
+      this.connection.close(),
+      this.remaining(deadline),
+      'closing the broker connection',
+    ).catch((error: unknown) => this.logger.error(errorMessage(error)));
+    this.logger.log(
+      `messaging stopped in ${Date.now() - started} ms: ${completed} in-flight message(s) finished, ${abandoned} returned to the broker`,
+    );
+  }
+
+  private remaining(deadline: number): number {
+    return Math.max(0, deadline - Date.now()) + PAST_DEADLINE_GRACE_MS;
   }
 }

@@ -1,0 +1,66 @@
+import { Module, ValidationPipe } from '@nestjs/common';
+import { APP_PIPE } from '@nestjs/core';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { ClsPluginTransactional } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { ReliableMessagingModule } from '@app/reliable-messaging';
+import { ClsModule } from 'nestjs-cls';
+import { DataSource } from 'typeorm';
+import { APP_CONFIG, type AppConfig } from './config/app-config';
+import { AppConfigModule } from './config/app-config.module';
+import { toolModeMessagingOptions } from './cli/tool-mode';
+import { orderDataSourceOptions } from './database/order-data-source';
+import { OrdersModule } from './orders/orders.module';
+import { PaymentModule } from './payment/payment.module';
+import { ReceiptModule } from './receipt/receipt.module';
+import { ShippingModule } from './shipping/shipping.module';
+import { HealthModule } from './health/health.module';
+import { ObservabilityModule } from './observability/observability.module';
+
+/**
+ * The order service: HTTP API, PostgreSQL through TypeORM, transactions propagated by nestjs-cls (so the
+ * messaging module's outbox and inbox join them), and the payment, shipping and receipt consumers.
+ */
+@Module({
+  imports: [
+    AppConfigModule,
+    TypeOrmModule.forRootAsync({
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) => orderDataSourceOptions(config.databaseUrl),
+    }),
+    ClsModule.forRoot({
+      global: true,
+      middleware: { mount: true },
+      plugins: [
+        new ClsPluginTransactional({
+          imports: [TypeOrmModule],
+          adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: DataSource }),
+        }),
+      ],
+    }),
+    ReliableMessagingModule.forRootAsync({
+      inject: [APP_CONFIG, DataSource],
+      useFactory: (config: AppConfig, dataSource: DataSource) => ({
+        urls: config.amqpUrls,
+        exchange: config.messaging.exchange,
+        deadLetterExchange: config.messaging.deadLetterExchange,
+        connectionName: 'order-service',
+        dataSource,
+        ...toolModeMessagingOptions(),
+      }),
+    }),
+    OrdersModule,
+    PaymentModule,
+    ShippingModule,
+    ReceiptModule,
+    HealthModule,
+    ObservabilityModule,
+  ],
+  providers: [
+    {
+      provide: APP_PIPE,
+      useValue: new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true }),
+    },
+  ],
+})
+export class AppModule {}

@@ -1,0 +1,53 @@
+import { describe, expect, it } from '@jest/globals';
+import { loadAppConfig } from './app-config';
+
+describe('loadAppConfig', () => {
+  it('falls back to the local defaults', () => {
+    expect(loadAppConfig({})).toEqual({
+      amqpUrls: ['amqp://guest:guest@127.0.0.1:5672'],
+      databaseUrl: 'postgres://postgres@127.0.0.1:5432/test',
+      port: 3000,
+      messaging: expect.objectContaining({ exchange: 'events' }),
+      receipt: { latencyMs: 20, failureRate: 0 },
+    });
+  });
+
+  it('reads every variable', () => {
+    const config = loadAppConfig({
+      AMQP_URL: 'amqp://a:5672, amqp://b:5672',
+      DATABASE_URL: 'postgresql://app@db:5432/orders',
+      PORT: '0',
+      MESSAGING_NAMESPACE: 'blue',
+      RECEIPT_LATENCY_MS: '5',
+      RECEIPT_FAILURE_RATE: '0.25',
+    });
+
+    expect(config).toEqual({
+      amqpUrls: ['amqp://a:5672', 'amqp://b:5672'],
+      databaseUrl: 'postgresql://app@db:5432/orders',
+      port: 0,
+      messaging: expect.objectContaining({ exchange: 'blue.events' }),
+      receipt: { latencyMs: 5, failureRate: 0.25 },
+    });
+  });
+
+  it.each([
+    ['PORT', 'http', "PORT must be an integer from 0 to 65535; got 'http'"],
+    ['PORT', '70000', "PORT must be an integer from 0 to 65535; got '70000'"],
+    ['RECEIPT_FAILURE_RATE', '5%', "RECEIPT_FAILURE_RATE must be a number from 0 to 1; got '5%'"],
+    ['RECEIPT_LATENCY_MS', '1.5', "RECEIPT_LATENCY_MS must be an integer from 0 to 60000; got '1.5'"],
+    [
+      'DATABASE_URL',
+      'mysql://db/orders',
+      "DATABASE_URL must start with postgres:// or postgresql://; got 'mysql://'",
+    ],
+  ])('refuses %s=%p with a message saying what it expects', (name, value, message) => {
+    expect(() => loadAppConfig({ [name]: value })).toThrow(message);
+  });
+
+  it('never echoes a DATABASE_URL it cannot parse, which may hold a password', () => {
+    expect(() => loadAppConfig({ DATABASE_URL: 'postgres://app:s3cret@[bad' })).toThrow(
+      /^DATABASE_URL is not a valid URL; expected postgres:\/\/user:password@host:5432\/database$/,
+    );
+  });
+});

@@ -1,0 +1,92 @@
+import { messagingNames, type MessagingNames } from './messaging-names';
+
+/** The order service's configuration, read from the environment once at startup. */
+export interface AppConfig {
+  /** `AMQP_URL`, comma-separated for a cluster. Default: `amqp://guest:guest@127.0.0.1:5672`. */
+  amqpUrls: string[];
+  /** `DATABASE_URL`. Default: `postgres://postgres@127.0.0.1:5432/test`. */
+  databaseUrl: string;
+  /** `PORT`; 0 picks a free port. Default: 3000. */
+  port: number;
+  /** Exchange and queues, under `MESSAGING_NAMESPACE` when set. Default: no namespace. */
+  messaging: MessagingNames;
+  /** The stand-in receipt service. */
+  receipt: {
+    /** `RECEIPT_LATENCY_MS`: mean latency of a call; each call takes 0.5 to 1.5 times this. Default: 20. */
+    latencyMs: number;
+    /** `RECEIPT_FAILURE_RATE`: share of calls failing with a transient error, from 0 to 1. Default: 0. */
+    failureRate: number;
+  };
+}
+
+/** Injection token of the {@link AppConfig}. */
+export const APP_CONFIG = Symbol('APP_CONFIG');
+
+export const DEFAULT_AMQP_URL = 'amqp://guest:guest@127.0.0.1:5672';
+export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
+export const DEFAULT_PORT = 3000;
+export const DEFAULT_RECEIPT_LATENCY_MS = 20;
+export const DEFAULT_RECEIPT_FAILURE_RATE = 0;
+
+/** Reads and checks the configuration; a bad value fails with a message naming the variable and what it expects. */
+export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const amqpUrls = (env.AMQP_URL || DEFAULT_AMQP_URL)
+    .split(',')
+    .map((url) => url.trim())
+    .filter((url) => url !== '');
+  const databaseUrl = env.DATABASE_URL || DEFAULT_DATABASE_URL;
+  assertDatabaseUrl(databaseUrl);
+  return {
+    amqpUrls,
+    databaseUrl,
+    port: readNumber(env, 'PORT', DEFAULT_PORT, { min: 0, max: 65_535, integer: true }),
+    messaging: messagingNames(env.MESSAGING_NAMESPACE),
+    receipt: {
+      latencyMs: readNumber(env, 'RECEIPT_LATENCY_MS', DEFAULT_RECEIPT_LATENCY_MS, {
+        min: 0,
+        max: 60_000,
+        integer: true,
+      }),
+      failureRate: readNumber(env, 'RECEIPT_FAILURE_RATE', DEFAULT_RECEIPT_FAILURE_RATE, {
+        min: 0,
+        max: 1,
+        integer: false,
+      }),
+    },
+  };
+}
+
+function readNumber(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  range: { min: number; max: number; integer: boolean },
+): number {
+  const text = env[name];
+  if (text === undefined || text.trim() === '') return fallback;
+  const value = Number(text);
+  if (
+    !Number.isFinite(value) ||
+    value < range.min ||
+    value > range.max ||
+    (range.integer && !Number.isInteger(value))
+  ) {
+    throw new Error(
+      `${name} must be ${range.integer ? 'an integer' : 'a number'} from ${range.min} to ${range.max}; got '${text}'`,
+    );
+  }
+  return value;
+}
+
+function assertDatabaseUrl(url: string): void {
+  let protocol: string;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    // The URL may hold a password: name the variable, never echo its value.
+    throw new Error('DATABASE_URL is not a valid URL; expected postgres://user:password@host:5432/database');
+  }
+  if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
+    throw new Error(`DATABASE_URL must start with postgres:// or postgresql://; got '${protocol}//'`);
+  }
+}

@@ -1,0 +1,31 @@
+import { describe, expect, it } from '@jest/globals';
+import { messagingNames } from './messaging-names';
+
+describe('messagingNames', () => {
+  it('uses plain names without a namespace', () => {
+    expect(messagingNames()).toEqual({
+      exchange: 'events',
+      deadLetterExchange: 'events.dead-letter',
+      queues: {
+        payment: 'payment.order-placed',
+        shipping: 'shipping.order-paid',
+        receipt: 'receipt.order-paid',
+      },
+    });
+    expect(messagingNames('')).toEqual(messagingNames());
+  });
+
+  it('puts every name under the namespace', () => {
+    const names = messagingNames('demo-1a2b');
+    const all = [names.exchange, names.deadLetterExchange, ...Object.values(names.queues)];
+    expect(all.every((name) => name.startsWith('demo-1a2b.'))).toBe(true);
+    expect(names.queues.payment).toBe('demo-1a2b.payment.order-placed');
+  });
+
+  it.each(['-leading-dash', 'has space', 'a'.repeat(65), 'amq/slash'])(
+    'refuses the namespace %p',
+    (namespace) => {
+      expect(() => messagingNames(namespace)).toThrow('MESSAGING_NAMESPACE must be 1 to 64 letters');
+    },
+  );
+});

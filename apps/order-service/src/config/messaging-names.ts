@@ -1,0 +1,46 @@
+/** The exchange and queues of the order service, optionally under a namespace. */
+export interface MessagingNames {
+  /** The events exchange: `events`, or `<namespace>.events`. */
+  exchange: string;
+  /** The dead-letter exchange: `<exchange>.dead-letter`. */
+  deadLetterExchange: string;
+  queues: {
+    /** Payment's queue of OrderPlaced. */
+    payment: string;
+    /** Shipping's queue of OrderPaid. */
+    shipping: string;
+    /** Receipt's queue of OrderPaid. */
+    receipt: string;
+  };
+}
+
+const NAMESPACE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/**
+ * The broker names for a namespace. Without one the app uses `events` and plain queue names; with one every
+ * name starts with `<namespace>.`, so several copies of the app (demo runs, test runs) share a broker without
+ * consuming each other's messages.
+ */
+export function messagingNames(namespace?: string): MessagingNames {
+  if (namespace !== undefined && namespace !== '' && !NAMESPACE_PATTERN.test(namespace)) {
+    throw new Error(
+      `MESSAGING_NAMESPACE must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit; got '${namespace}'`,
+    );
+  }
+  const prefix = namespace ? `${namespace}.` : '';
+  return {
+    exchange: `${prefix}events`,
+    deadLetterExchange: `${prefix}events.dead-letter`,
+    queues: {
+      payment: `${prefix}payment.order-placed`,
+      shipping: `${prefix}shipping.order-paid`,
+      receipt: `${prefix}receipt.order-paid`,
+    },
+  };
+}
+
+/**
+ * The queues this process consumes. NOTE: `@Consume()` options are fixed when the consumer classes load, so the
+ * namespace is read from the environment here, once, rather than from the injected configuration.
+ */
+export const QUEUES = messagingNames(process.env.MESSAGING_NAMESPACE).queues;

@@ -1,0 +1,33 @@
+import type { TypeOrmModuleOptions } from '@nestjs/typeorm';
+import { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from '@app/reliable-messaging';
+import { OrderItem } from '../orders/order-item.entity';
+import { Order } from '../orders/order.entity';
+import { CreateOrders1764403200000 } from './migrations/1764403200000-create-orders.migration';
+
+/** The order service's entities. */
+export const ORDER_ENTITIES = [Order, OrderItem];
+
+/** The order service's migrations, oldest first. */
+export const ORDER_MIGRATIONS = [CreateOrders1764403200000];
+
+/**
+ * The app's PostgreSQL data source: migrations apply themselves at start, the schema is never synchronized.
+ * The messaging module's outbox and inbox tables live in the same database, so that orders, their events and
+ * the inbox rows commit in one transaction.
+ */
+export function orderDataSourceOptions(databaseUrl: string): TypeOrmModuleOptions {
+  return {
+    type: 'postgres',
+    url: databaseUrl,
+    entities: [...ORDER_ENTITIES, ...RELIABLE_MESSAGING_ENTITIES],
+    migrations: [...RELIABLE_MESSAGING_MIGRATIONS, ...ORDER_MIGRATIONS],
+    migrationsRun: true,
+    synchronize: false,
+    logging: ['error', 'warn', 'migration'],
+    // The consumers' handlers (25 at most at once, see their `concurrency`), HTTP requests and the outbox
+    // relay share the pool.
+    poolSize: 30,
+    retryAttempts: 5,
+    retryDelay: 1000,
+  };
+}

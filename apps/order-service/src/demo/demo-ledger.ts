@@ -1,0 +1,31 @@
+/** A dead letter a demo step planted on purpose, and why the app must refuse it. */
+export interface ExpectedDeadLetter {
+  /** The `message_id` the step published it with. */
+  messageId: string;
+  /** The dead-letter queue it must end in. */
+  queue: string;
+  /** The `rm-dead-letter-reason` it must carry. */
+  reason: string;
+  /** What was wrong with it, for the summary. */
+  description: string;
+}
+
+/** A check a step adds, run once the orders have settled; resolves with a problem, or undefined when all is well. */
+export interface DemoCheck {
+  name: string;
+  verify(): Promise<string | undefined>;
+}
+
+/**
+ * What the demo's steps did and what they expect at the end: the orders that must reach their final state,
+ * the dead letters that must appear (and no others), and any further checks. A new scenario adds a step that
+ * writes here; the summary needs no change.
+ */
+export class DemoLedger {
+  /** Orders the app accepted (201), by id. */
+  readonly orderIds: string[] = [];
+  /** Orders the app refused or failed to take, with the reason. */
+  readonly rejectedOrders: string[] = [];
+  readonly expectedDeadLetters: ExpectedDeadLetter[] = [];
+  readonly checks: DemoCheck[] = [];
+}

@@ -1,0 +1,95 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+/** How the app's process ended. */
+export interface ProcessExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+const LISTENING = /order service listening on port (\d+)/;
+const KEPT_LINES = 40;
+
+/** The order service run as a child process from its compiled `main.js`, its log kept for the summary. */
+export class OrderServiceProcess {
+  private readonly recent: string[] = [];
+  private readonly exited: Promise<ProcessExit>;
+  private exit?: ProcessExit;
+  private errors = 0;
+  private port?: number;
+
+  private constructor(
+    private readonly child: ChildProcess,
+    echo: boolean,
+  ) {
+    this.exited = new Promise((resolve) =>
+      child.on('close', (code, signal) => {
+        this.exit = { code, signal };
+        resolve(this.exit);
+      }),
+    );
+    child.on('error', (error) => this.keep(`[demo] ${error.message}`));
+    for (const stream of [child.stdout, child.stderr]) {
+      if (!stream) continue;
+      createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => {
+        this.keep(line);
+        if (/\bERROR\b/.test(line)) this.errors++;
+        const listening = LISTENING.exec(line);
+        if (listening) this.port = Number(listening[1]);
+        if (echo) process.stdout.write(`    app | ${line}\n`);
+      });
+    }
+  }
+
+  /** Starts `node <script>` with `env` added to this process's environment. */
+  static start(script: string, env: Record<string, string>, echo = false): OrderServiceProcess {
+    const child = spawn(process.execPath, [script], {
+      env: { ...process.env, ...env, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    return new OrderServiceProcess(child, echo);
+  }
+
+  /** Lines the app logged at ERROR level. */
+  get errorCount(): number {
+    return this.errors;
+  }
+
+  /** The app's last log lines. */
+  get tail(): string[] {
+    return [...this.recent];
+  }
+
+  /** Resolves with the HTTP port once the app says it listens; rejects if it exits first or takes too long. */
+  async waitUntilListening(timeoutMs: number): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (this.port !== undefined) return this.port;
+      if (this.exit) throw new Error(`the order service exited (${describeExit(this.exit)}) while starting`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error(`the order service did not start listening within ${timeoutMs} ms`);
+  }
+
+  /** Asks the app to shut down gracefully (SIGTERM), and kills it if it has not exited within `timeoutMs`. */
+  async stop(timeoutMs = 15_000): Promise<ProcessExit> {
+    if (this.exit) return this.exit;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private keep(line: string): void {
+    this.recent.push(line);
+    if (this.recent.length > KEPT_LINES) this.recent.shift();
+  }
+}
+
+/** `exit code 1`, or `killed by SIGKILL`. */
+export function describeExit(exit: ProcessExit): string {
+  return exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`;
+}

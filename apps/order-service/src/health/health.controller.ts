@@ -1,0 +1,37 @@
+import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
+import { HealthCheck, HealthCheckService, type HealthCheckResult } from '@nestjs/terminus';
+import { MessagingHealth } from '@app/reliable-messaging';
+
+/**
+ * Kubernetes probes. Liveness fails only for what a restart fixes, and stays up while the app shuts down;
+ * readiness fails from the first moment of shutdown and while the broker, a consumer or the database is down.
+ * A failing probe answers 503 with each check's status; neither ever shows a URL or a credential.
+ */
+@Controller('health')
+export class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly messaging: MessagingHealth,
+  ) {}
+
+  @Get('live')
+  @HealthCheck()
+  async live(): Promise<HealthCheckResult> {
+    try {
+      return await this.health.check(this.messaging.liveness());
+    } catch (error) {
+      // NOTE: Terminus answers every check with 503 `shutting_down` once its shutdown hook ran, liveness too;
+      // a failing liveness probe would make the kubelet kill the pod in the middle of its graceful drain.
+      const result =
+        error instanceof ServiceUnavailableException ? (error.getResponse() as HealthCheckResult) : undefined;
+      if (result?.status === 'shutting_down' && Object.keys(result.error ?? {}).length === 0) return result;
+      throw error;
+    }
+  }
+
+  @Get('ready')
+  @HealthCheck()
+  ready(): Promise<HealthCheckResult> {
+    return this.health.check(this.messaging.readiness());
+  }
+}

@@ -1,0 +1,29 @@
+// Tracing first: the SDK must patch HTTP before anything loads it.
+import './observability/tracing';
+import 'reflect-metadata';
+import type { AddressInfo } from 'node:net';
+import { Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { AppModule } from './app.module';
+import { APP_CONFIG, type AppConfig } from './config/app-config';
+
+async function bootstrap(): Promise<void> {
+  // abortOnError off: a failed start is reported below and exits with code 1 instead of aborting the process.
+  const app = await NestFactory.create(AppModule, { abortOnError: false });
+  // SIGTERM and SIGINT run the messaging module's shutdown: readiness fails, consumers drain, the relay
+  // finishes its batch, then the connection closes and the process exits with code 0.
+  app.enableShutdownHooks(['SIGTERM', 'SIGINT'], { useProcessExit: true });
+  const config = app.get<AppConfig>(APP_CONFIG);
+  await app.listen(config.port);
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  // The demo and the end-to-end tests wait for this line.
+  Logger.log(`order service listening on port ${port}`, 'OrderService');
+}
+
+bootstrap().catch((error: unknown) => {
+  Logger.error(
+    `order service failed to start: ${error instanceof Error ? error.message : String(error)}`,
+    'OrderService',
+  );
+  process.exit(1);
+});

@@ -1,0 +1,31 @@
+import { Body, Controller, Get, HttpCode, HttpStatus, NotFoundException, Param, Post } from '@nestjs/common';
+import { PlaceOrderDto } from './dto/place-order.dto';
+import { toOrderView, type OrderStats, type OrderView } from './order-view';
+import { OrdersService } from './orders.service';
+
+/** The order service's HTTP API. Bodies are validated by the app's ValidationPipe; a bad one gets a 400 naming the field. */
+@Controller('orders')
+export class OrdersController {
+  constructor(private readonly orders: OrdersService) {}
+
+  /** Places an order: 201 with the order (status `placed`); payment, shipping and the receipt follow by message. */
+  @Post()
+  @HttpCode(HttpStatus.CREATED)
+  async place(@Body() body: PlaceOrderDto): Promise<OrderView> {
+    return toOrderView(await this.orders.placeOrder(body));
+  }
+
+  /** Counts of orders by status and of receipts sent. */
+  @Get('stats')
+  async stats(): Promise<OrderStats> {
+    return this.orders.stats();
+  }
+
+  /** The order, or 404. */
+  @Get(':id')
+  async get(@Param('id') id: string): Promise<OrderView> {
+    const order = await this.orders.findById(id);
+    if (!order) throw new NotFoundException(`order '${id.slice(0, 64)}' not found`);
+    return toOrderView(order);
+  }
+}

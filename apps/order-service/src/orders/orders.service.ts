@@ -1,0 +1,92 @@
+import { Injectable } from '@nestjs/common';
+import { Transactional, TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { MessagePublisher } from '@app/reliable-messaging';
+import { isUUID } from 'class-validator';
+import { v7 as uuidv7 } from 'uuid';
+import { OrderPlaced } from '../messages/order-placed.message';
+import type { PlaceOrderDto } from './dto/place-order.dto';
+import { toCents } from './money.util';
+import { Order } from './order.entity';
+import type { OrderStats } from './order-view';
+
+/** Places and reads orders. */
+@Injectable()
+export class OrdersService {
+  constructor(
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly publisher: MessagePublisher,
+  ) {}
+
+  /**
+   * Stores the order and emits OrderPlaced in one transaction: with the module's outbox configured the message
+   * is written beside the order and relayed after the commit, so there is never an order without its event
+   * nor an event without its order.
+   */
+  @Transactional()
+  async placeOrder(dto: PlaceOrderDto): Promise<Order> {
+    const id = uuidv7();
+    const items = dto.items.map((item, index) => ({
+      orderId: id,
+      line: index + 1,
+      sku: item.sku,
+      quantity: item.quantity,
+      unitPriceCents: toCents(item.unitPrice),
+    }));
+    const orders = this.txHost.tx.getRepository(Order);
+    const order = orders.create({
+      id,
+      customerId: dto.customerId,
+      status: 'placed',
+      totalCents: items.reduce((sum, item) => sum + item.quantity * item.unitPriceCents, 0),
+      items,
+      createdAt: new Date(),
+      paymentId: null,
+      paidAt: null,
+      shippedAt: null,
+      receiptId: null,
+      receiptSentAt: null,
+    });
+    await orders.save(order);
+    await this.publisher.publish(
+      OrderPlaced.of({
+        orderId: order.id,
+        customerId: order.customerId,
+        totalCents: order.totalCents,
+        itemCount: items.length,
+        placedAt: order.createdAt.toISOString(),
+      }),
+    );
+    return order;
+  }
+
+  /** The order with its lines, or null when there is none with that id. */
+  async findById(id: string): Promise<Order | null> {
+    if (!isUUID(id)) return null;
+    return this.txHost.tx.getRepository(Order).findOne({
+      where: { id },
+      relations: { items: true },
+      order: { items: { line: 'ASC' } },
+    });
+  }
+
+  /** Counts of every order by status, and of receipts sent. */
+  async stats(): Promise<OrderStats> {
+    const row = await this.txHost.tx
+      .getRepository(Order)
+      .createQueryBuilder('o')
+      .select('count(*)', 'orders')
+      .addSelect(`count(*) FILTER (WHERE o.status = 'placed')`, 'placed')
+      .addSelect(`count(*) FILTER (WHERE o.status = 'paid')`, 'paid')
+      .addSelect(`count(*) FILTER (WHERE o.status = 'shipped')`, 'shipped')
+      .addSelect('count(o.receipt_id)', 'receiptsSent')
+      .getRawOne<Record<keyof OrderStats, string>>();
+    return {
+      orders: Number(row?.orders ?? 0),
+      placed: Number(row?.placed ?? 0),
+      paid: Number(row?.paid ?? 0),
+      shipped: Number(row?.shipped ?? 0),
+      receiptsSent: Number(row?.receiptsSent ?? 0),
+    };
+  }
+}

@@ -1,0 +1,40 @@
+import { Injectable } from '@nestjs/common';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Consume, type MessageContext } from '@app/reliable-messaging';
+import { IsNull } from 'typeorm';
+import { QUEUES } from '../config/messaging-names';
+import { OrderPaid } from '../messages/order-paid.message';
+import { OrderNotFoundError } from '../orders/order-not-found.error';
+import { Order } from '../orders/order.entity';
+import { ReceiptClient } from './receipt-client';
+
+/**
+ * Sends the customer a receipt once an order is paid, through the external receipt service. The call carries
+ * the idempotency key `receipt:<orderId>`: if the handler fails after the service answered (say the commit
+ * fails), the redelivered message calls again and the service answers with the receipt it already sent.
+ * A transient failure of the service (ReceiptServiceUnavailableError) is thrown on, to be retried.
+ */
+@Injectable()
+export class ReceiptConsumer {
+  constructor(
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+    private readonly receipts: ReceiptClient,
+  ) {}
+
+  @Consume({ queue: QUEUES.receipt, concurrency: 10, prefetch: 10, rateLimit: { limit: 50, periodMs: 1000 } })
+  async onOrderPaid(event: OrderPaid, ctx: MessageContext): Promise<void> {
+    const orders = this.txHost.tx.getRepository(Order);
+    const order = await orders.findOneBy({ id: event.orderId });
+    if (!order) throw new OrderNotFoundError(event.orderId);
+    if (order.receiptId !== null) return;
+    const receipt = await this.receipts.send(
+      { orderId: order.id, customerId: order.customerId, amountCents: event.amountCents },
+      { idempotencyKey: `receipt:${order.id}`, signal: ctx.signal },
+    );
+    await orders.update(
+      { id: order.id, receiptId: IsNull() },
+      { receiptId: receipt.receiptId, receiptSentAt: receipt.sentAt },
+    );
+  }
+}

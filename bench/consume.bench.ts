@@ -1,0 +1,170 @@
+import { Injectable, Module, type DynamicModule } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { ChannelModel, ConsumeMessage } from 'amqplib';
+import { Consume, ConsumerRegistry, ReliableMessagingModule, type QueueType } from '@app/reliable-messaging';
+import { BenchOrderPlaced, rawEnvelope } from './bench-message';
+import {
+  alternate,
+  AMQP_URL,
+  deleteByPrefix,
+  MESSAGES,
+  rawConnection,
+  ROUNDS,
+  startRun,
+  uniquePrefix,
+  type Comparison,
+  type Measurement,
+  type Suite,
+} from './harness';
+
+/** Unacknowledged deliveries in flight, for both consumers; the module's consumer runs as many handlers at once. */
+const PREFETCH = Number(process.env.BENCH_PREFETCH ?? 20);
+
+/** Counts deliveries; the run is timed from the first delivery to the last one finished. */
+export class Progress {
+  count = 0;
+  result?: Measurement;
+  readonly finished: Promise<void>;
+  private done!: () => void;
+  private end?: () => Measurement;
+
+  constructor(private readonly expected: number) {
+    this.finished = new Promise((resolve) => (this.done = resolve));
+  }
+
+  started(): void {
+    this.end ??= startRun(this.expected);
+  }
+
+  completed(): void {
+    if (++this.count === this.expected) {
+      this.result = this.end?.();
+      this.done();
+    }
+  }
+
+  measurement(): Measurement {
+    if (!this.result) throw new Error('the run has not finished');
+    return this.result;
+  }
+}
+
+/** The module's side: an app whose one consumer does no work of its own, so what is measured is the module. */
+function consumerApp(
+  exchange: string,
+  queue: string,
+  queueType: QueueType,
+  progress: { current?: Progress },
+): DynamicModule {
+  @Injectable()
+  class BenchConsumer {
+    @Consume({ queue, queueType, concurrency: PREFETCH, prefetch: PREFETCH })
+    async onOrderPlaced(_event: BenchOrderPlaced): Promise<void> {
+      progress.current?.started();
+      progress.current?.completed();
+    }
+  }
+
+  @Module({
+    imports: [ReliableMessagingModule.forRoot({ urls: AMQP_URL, exchange, connectionName: `${queue}.app` })],
+    providers: [BenchConsumer],
+  })
+  class BenchConsumerModule {}
+
+  return { module: BenchConsumerModule };
+}
+
+/** Publishes `count` messages straight to `queue` with a raw confirm channel (not measured). */
+export async function prepublish(connection: ChannelModel, queue: string, count: number): Promise<void> {
+  const channel = await connection.createConfirmChannel();
+  for (let n = 0; n < count; n++) {
+    const { body, properties } = rawEnvelope(n);
+    if (!channel.sendToQueue(queue, body, properties))
+      await new Promise((resolve) => channel.once('drain', resolve));
+    if (n % 1000 === 999) await channel.waitForConfirms();
+  }
+  await channel.waitForConfirms();
+  await channel.close();
+}
+
+/** Drains `queue` with a raw amqplib consumer: the same prefetch, JSON.parse as its work, ack after the work. */
+async function rawDrain(connection: ChannelModel, queue: string): Promise<Measurement> {
+  const progress = new Progress(MESSAGES);
+  const channel = await connection.createChannel();
+  await channel.prefetch(PREFETCH);
+  const work = async (message: ConsumeMessage): Promise<void> => {
+    JSON.parse(message.content.toString('utf8'));
+  };
+  const { consumerTag } = await channel.consume(queue, (message) => {
+    if (!message) return;
+    progress.started();
+    void work(message).then(() => {
+      channel.ack(message);
+      progress.completed();
+    });
+  });
+  await progress.finished;
+  await channel.cancel(consumerTag);
+  await channel.close();
+  return progress.measurement();
+}
+
+/** Drains `queue` through the module: boots the app, whose consumer starts on its own, and closes it after. */
+async function moduleDrain(app: DynamicModule, progress: { current?: Progress }): Promise<Measurement> {
+  progress.current = new Progress(MESSAGES);
+  const context = await NestFactory.createApplicationContext(app, { logger: ['error', 'warn'] });
+  await progress.current.finished;
+  const measurement = progress.current.measurement();
+  await context.close();
+  return measurement;
+}
+
+async function compare(queueType: QueueType): Promise<Comparison> {
+  const prefix = uniquePrefix(`consume-${queueType}`);
+  const exchange = `${prefix}.events`;
+  const moduleQueue = `${prefix}.module`;
+  const rawQueue = `${prefix}.raw`;
+  const connection = await rawConnection(`${prefix}.raw`);
+  const progress: { current?: Progress } = {};
+  const app = consumerApp(exchange, moduleQueue, queueType, progress);
+  try {
+    // A first boot declares the module's queue; the raw queue gets the same arguments, so the broker does the
+    // same work for both (quorum: at-least-once dead-lettering, delivery limit, reject-publish overflow).
+    const setup = await NestFactory.createApplicationContext(app, { logger: ['error', 'warn'] });
+    const declared = setup.get(ConsumerRegistry).consumers[0].queueArguments;
+    await setup.close();
+    const channel = await connection.createChannel();
+    await channel.assertQueue(rawQueue, {
+      durable: true,
+      arguments: { ...declared, 'x-dead-letter-routing-key': rawQueue },
+    });
+    await channel.close();
+
+    const runs = await alternate(
+      ROUNDS,
+      async () => {
+        await prepublish(connection, rawQueue, MESSAGES);
+        return rawDrain(connection, rawQueue);
+      },
+      async () => {
+        await prepublish(connection, moduleQueue, MESSAGES);
+        return moduleDrain(app, progress);
+      },
+    );
+    return { suite: 'consume', scenario: `${queueType} queue, prefetch ${PREFETCH}`, ...runs, target: 0.9 };
+  } finally {
+    await deleteByPrefix(connection, prefix, [moduleQueue, `${moduleQueue}.dlq`, rawQueue, exchange]);
+    await connection.close();
+  }
+}
+
+/**
+ * Drains the same pre-published messages through the module's consumer (envelope, validation and the whole
+ * reliability pipeline on) and through a raw amqplib consumer with the same prefetch and ack-after-work.
+ */
+export const consumeSuite: Suite = {
+  name: 'consume',
+  async run() {
+    return [await compare('quorum'), await compare('classic')];
+  },
+};

@@ -1,0 +1,44 @@
+import 'reflect-metadata';
+import { consumeSuite } from './consume.bench';
+import {
+  describeMachine,
+  formatLatencyTable,
+  formatTable,
+  type Comparison,
+  type LatencyComparison,
+  type Suite,
+} from './harness';
+import { publishSuite } from './publish.bench';
+import { outboxSuite } from './outbox.bench';
+import { inboxSuite } from './inbox.bench';
+
+/** Every suite, run one after the other; add a new suite here. `BENCH_SUITES=consume,publish` picks some. */
+const SUITES: Suite[] = [consumeSuite, publishSuite, outboxSuite, inboxSuite];
+
+async function main(): Promise<void> {
+  const selected = process.env.BENCH_SUITES?.split(',').map((name) => name.trim());
+  const suites = SUITES.filter((suite) => !selected || selected.includes(suite.name));
+  console.log(describeMachine());
+  const comparisons: Comparison[] = [];
+  const latencies: LatencyComparison[] = [];
+  for (const suite of suites) {
+    const started = Date.now();
+    const output = await suite.run();
+    const results = Array.isArray(output) ? { comparisons: output, latencies: [] } : output;
+    comparisons.push(...results.comparisons);
+    latencies.push(...results.latencies);
+    console.log(`${suite.name}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    console.log(formatTable(results.comparisons));
+    if (results.latencies.length > 0) console.log(`\n${formatLatencyTable(results.latencies)}`);
+  }
+  console.log(`\nAll suites\n\n${formatTable(comparisons)}`);
+  if (latencies.length > 0) console.log(`\n${formatLatencyTable(latencies)}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,196 @@
+import {
+  BadRequestException,
+  Body,
+  Get,
+  HttpCode,
+  Inject,
+  NotFoundException,
+  Param,
+  Post,
+  Query,
+  Req,
+} from '@nestjs/common';
+import { DeadLetterMonitor } from '../dead-letter/dead-letter-monitor.service';
+import {
+  DeadLetterOperations,
+  type DeadLetterSelection,
+} from '../dead-letter/dead-letter-operations.service';
+import { DeadLetterAudit } from '../dead-letter/dead-letter-audit.service';
+import { parseDeadLetterFilter, type DeadLetterFilterInput } from '../dead-letter/dead-letter-filter';
+import { describeDeadLetter } from '../dead-letter/dead-letter-record';
+import { DeadLetterNotFoundError } from '../errors/dead-letter-not-found.error';
+import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
+import { ADMIN_ACTOR } from './admin-auth.guard';
+import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from './dead-letter-admin.options';
+
+type Input = Record<string, unknown>;
+
+/**
+ * The dead-letter admin API: the same operations as the command line, over HTTP. Mounted by
+ * `DeadLetterAdminModule.register()` under its `path`, behind its token check or guard. Every request is
+ * bounded by `maxBatchSize`; a replay or purge that hits it answers `more: true`, and the caller repeats.
+ *
+ * - `GET    queues`                                    depth and oldest age of each dead-letter queue
+ * - `GET    messages?queue&type&errorClass&reason&since&until&text&messageIds&limit`
+ * - `GET    messages/:queue/:messageId`                one dead letter in full
+ * - `POST   replay   { ...filter, all?, limit?, dryRun?, note? }`
+ * - `POST   messages/:queue/:messageId/edit   { body, dryRun?, note? }`  edit the body, then replay
+ * - `POST   purge    { ...filter, all?, limit?, dryRun?, confirm: true, note? }`
+ * - `GET    audit?limit`                               the latest audit records
+ */
+export class DeadLetterAdminController {
+  constructor(
+    private readonly operations: DeadLetterOperations,
+    private readonly monitor: DeadLetterMonitor,
+    private readonly audit: DeadLetterAudit,
+    @Inject(DEAD_LETTER_ADMIN_OPTIONS) private readonly options: ResolvedDeadLetterAdminOptions,
+  ) {}
+
+  @Get('queues')
+  async queues(): Promise<unknown> {
+    return { queues: await this.monitor.read(this.operations.knownQueues()) };
+  }
+
+  @Get('messages')
+  async list(@Query() query: Input): Promise<unknown> {
+    return this.run(async () => {
+      const filter = parseDeadLetterFilter(this.filterInput(query));
+      const { deadLetters, scanned, more } = await this.operations.list(filter, {
+        limit: this.limit(query.limit),
+      });
+      return { deadLetters: deadLetters.map((deadLetter) => describeDeadLetter(deadLetter)), scanned, more };
+    });
+  }
+
+  @Get('messages/:queue/:messageId')
+  async show(@Param('queue') queue: string, @Param('messageId') messageId: string): Promise<unknown> {
+    return this.run(async () => describeDeadLetter(await this.operations.show(messageId, queue), true));
+  }
+
+  @Post('replay')
+  @HttpCode(200)
+  async replay(@Body() body: Input, @Req() request: object): Promise<unknown> {
+    return this.run(() =>
+      this.operations.replay(this.selection(body), {
+        actor: this.actor(request),
+        dryRun: this.flag(body, 'dryRun'),
+        limit: this.limit(body.limit),
+        note: this.note(body),
+      }),
+    );
+  }
+
+  @Post('messages/:queue/:messageId/edit')
+  @HttpCode(200)
+  async edit(
+    @Param('queue') queue: string,
+    @Param('messageId') messageId: string,
+    @Body() body: Input,
+    @Req() request: object,
+  ): Promise<unknown> {
+    return this.run(async () => {
+      if (body?.body === undefined)
+        throw new InvalidDeadLetterQueryError("give the new message body as 'body' (JSON)");
+      const newBody = Buffer.from(
+        typeof body.body === 'string' ? body.body : JSON.stringify(body.body),
+        'utf8',
+      );
+      const { before, ...result } = await this.operations.editAndReplay(queue, messageId, newBody, {
+        actor: this.actor(request),
+        dryRun: this.flag(body, 'dryRun'),
+        note: this.note(body),
+      });
+      return { ...result, before: describeDeadLetter(before, true) };
+    });
+  }
+
+  @Post('purge')
+  @HttpCode(200)
+  async purge(@Body() body: Input, @Req() request: object): Promise<unknown> {
+    return this.run(() => {
+      const dryRun = this.flag(body, 'dryRun');
+      if (!dryRun && body?.confirm !== true) {
+        throw new InvalidDeadLetterQueryError(
+          "a purge deletes dead letters for good: send 'confirm: true' (or 'dryRun: true' first)",
+        );
+      }
+      return this.operations.purge(this.selection(body), {
+        actor: this.actor(request),
+        dryRun,
+        limit: this.limit(body.limit),
+        note: this.note(body),
+      });
+    });
+  }
+
+  @Get('audit')
+  async recentAudit(@Query('limit') limit?: string): Promise<unknown> {
+    return this.run(async () => ({ records: await this.audit.recent(this.limit(limit)) }));
+  }
+
+  private selection(body: Input | undefined): DeadLetterSelection {
+    const input = body ?? {};
+    return { ...parseDeadLetterFilter(this.filterInput(input)), all: this.flag(input, 'all') };
+  }
+
+  private filterInput(input: Input): DeadLetterFilterInput {
+    const ids = input.messageIds ?? input.messageId;
+    return {
+      queue: input.queue,
+      messageIds: typeof ids === 'string' ? ids.split(',') : ids,
+      errorClass: input.errorClass,
+      type: input.type,
+      reason: input.reason,
+      since: input.since,
+      until: input.until,
+      text: input.text,
+    };
+  }
+
+  private limit(value: unknown): number {
+    if (value === undefined || value === null || value === '') return this.options.maxBatchSize;
+    const limit = typeof value === 'number' ? value : Number(value);
+    if (!Number.isInteger(limit) || limit < 1 || limit > this.options.maxBatchSize) {
+      throw new InvalidDeadLetterQueryError(
+        `'limit' must be an integer from 1 to ${this.options.maxBatchSize} (this API's batch size); repeat the request for more`,
+      );
+    }
+    return limit;
+  }
+
+  private flag(input: Input | undefined, name: string): boolean {
+    const value = input?.[name];
+    if (value === undefined) return false;
+    if (typeof value !== 'boolean') throw new InvalidDeadLetterQueryError(`'${name}' must be true or false`);
+    return value;
+  }
+
+  private note(input: Input | undefined): string | undefined {
+    const note = input?.note;
+    if (note === undefined) return undefined;
+    if (typeof note !== 'string' || note.length > 1000) {
+      throw new InvalidDeadLetterQueryError("'note' must be a string of at most 1000 characters");
+    }
+    return note;
+  }
+
+  private actor(request: object): string {
+    const recorded = (request as Record<symbol, unknown>)[ADMIN_ACTOR];
+    if (typeof recorded === 'string') return recorded;
+    const fromOption = this.options.actor?.(request);
+    if (fromOption) return fromOption;
+    const user = (request as { user?: Record<string, unknown> }).user;
+    const named = user?.id ?? user?.username ?? user?.name;
+    return typeof named === 'string' || typeof named === 'number' ? `user:${named}` : 'admin-api';
+  }
+
+  private async run<T>(work: () => Promise<T> | T): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof InvalidDeadLetterQueryError) throw new BadRequestException(error.message);
+      if (error instanceof DeadLetterNotFoundError) throw new NotFoundException(error.message);
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,54 @@
+import { describe, expect, it } from '@jest/globals';
+import { QueryFailedError } from 'typeorm';
+import { isTransientDatabaseError } from './database-errors';
+
+/** A node-postgres DatabaseError as the driver throws it: a message and a SQLSTATE code. */
+function pgError(code: string, message = 'error'): Error {
+  return Object.assign(new Error(message), { code });
+}
+
+describe('isTransientDatabaseError', () => {
+  it.each<[string, unknown, boolean]>([
+    [
+      'the backend terminated (pg_terminate_backend)',
+      pgError('57P01', 'terminating connection due to administrator command'),
+      true,
+    ],
+    ['the server crashing', pgError('57P02'), true],
+    ['the server starting up', pgError('57P03'), true],
+    ['a connection exception', pgError('08006'), true],
+    ['a serialization failure', pgError('40001'), true],
+    ['a deadlock', pgError('40P01'), true],
+    ['too many connections', pgError('53300'), true],
+    [
+      'a refused TCP connection',
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+      true,
+    ],
+    ['node-postgres losing the socket', new Error('Connection terminated unexpectedly'), true],
+    [
+      'a released TypeORM query runner',
+      Object.assign(new Error('Query runner already released.'), { name: 'QueryRunnerAlreadyReleasedError' }),
+      true,
+    ],
+    [
+      'a TypeORM query runner released when its connection failed',
+      Object.assign(
+        new Error(
+          'Database connection provided by a query runner was already released, cannot continue to use its querying methods anymore.',
+        ),
+        { name: 'QueryRunnerProviderAlreadyReleasedError' },
+      ),
+      true,
+    ],
+    ['TypeORM wrapping a lost connection', new QueryFailedError('SELECT 1', [], pgError('57P01')), true],
+    ['an error caused by a lost connection', new Error('saving failed', { cause: pgError('08003') }), true],
+    ['a unique violation', pgError('23505', 'duplicate key value violates unique constraint'), false],
+    ['a missing table', new QueryFailedError('SELECT 1', [], pgError('42P01')), false],
+    ['a business error', new Error('the order is already paid'), false],
+    ['a string', 'boom', false],
+    ['nothing', undefined, false],
+  ])('%s: %s', (_case, error, transient) => {
+    expect(isTransientDatabaseError(error)).toBe(transient);
+  });
+});

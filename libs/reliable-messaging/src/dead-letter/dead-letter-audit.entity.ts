@@ -1,0 +1,59 @@
+import { Check, Column, Entity, Index, PrimaryColumn } from 'typeorm';
+
+/** The dead-letter audit table's name. */
+export const DEAD_LETTER_AUDIT_TABLE = 'rm_dead_letter_audit';
+
+/** What a dead-letter tool did. */
+export type DeadLetterAuditAction = 'replay' | 'edit-replay' | 'purge';
+
+/** How the operation ended: `started` stays only when the process died mid-operation. */
+export type DeadLetterAuditOutcome = 'started' | 'completed' | 'failed';
+
+/**
+ * One replay, edit or purge of dead letters: who did it, what they selected, which messages it touched and how
+ * it ended. Written before the operation changes anything and completed after, so an operation cut short still
+ * leaves its record. The table comes from `CreateDeadLetterAudit1767225600003`, never from `synchronize`.
+ */
+@Entity({ name: DEAD_LETTER_AUDIT_TABLE })
+@Check('rm_dead_letter_audit_action_check', `"action" IN ('replay', 'edit-replay', 'purge')`)
+@Check('rm_dead_letter_audit_outcome_check', `"outcome" IN ('started', 'completed', 'failed')`)
+@Index('rm_dead_letter_audit_started_at_idx', ['startedAt'])
+export class DeadLetterAuditEntity {
+  @PrimaryColumn({ type: 'uuid', primaryKeyConstraintName: 'rm_dead_letter_audit_pkey' })
+  id!: string;
+
+  @Column({ type: 'text' })
+  action!: DeadLetterAuditAction;
+
+  /** The OS user of the command line, or the admin API's token name or guard-resolved user. */
+  @Column({ type: 'text' })
+  actor!: string;
+
+  /** The consumer queue when the operation named one. */
+  @Column({ type: 'text', nullable: true })
+  queue!: string | null;
+
+  /** The filter as given (queue, ids, error class, type, time window, text). */
+  @Column({ type: 'jsonb' })
+  selection!: Record<string, unknown>;
+
+  /** The message ids replayed or purged. */
+  @Column({ name: 'message_ids', type: 'jsonb', default: () => `'[]'::jsonb` })
+  messageIds!: string[];
+
+  @Column({ name: 'message_count', type: 'integer', default: 0 })
+  messageCount!: number;
+
+  @Column({ type: 'text' })
+  outcome!: DeadLetterAuditOutcome;
+
+  /** A note given with the operation, body digests of an edit, failures. */
+  @Column({ type: 'jsonb', default: () => `'{}'::jsonb` })
+  details!: Record<string, unknown>;
+
+  @Column({ name: 'started_at', type: 'timestamptz' })
+  startedAt!: Date;
+
+  @Column({ name: 'finished_at', type: 'timestamptz', nullable: true })
+  finishedAt!: Date | null;
+}

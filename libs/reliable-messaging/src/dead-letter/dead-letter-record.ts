@@ -1,0 +1,192 @@
+import type { Message } from 'amqplib';
+import { DEAD_LETTER_HEADERS, HEADERS } from '../reliable-messaging.constants';
+
+/** The suffix of a consumer's dead-letter queue. */
+export const DEAD_LETTER_QUEUE_SUFFIX = '.dlq';
+
+/**
+ * A message in a dead-letter queue, read from its headers: those this module writes when it dead-letters, or,
+ * for a message the broker dead-lettered itself (a quorum queue's delivery-limit backstop), its x-death record.
+ */
+export interface DeadLetter {
+  /** The dead-letter queue it sits in. */
+  deadLetterQueue: string;
+  /** The queue it failed in, where a replay sends it. */
+  queue: string;
+  messageId?: string;
+  /** The message type (`type` property). */
+  type?: string;
+  idempotencyKey?: string;
+  correlationId?: string;
+  /** Why: `attempts-exhausted`, `non-retryable`, `redelivery-limit`, an invalid-input reason, or the broker's (`delivery_limit`, ...). */
+  reason: string;
+  errorClass?: string;
+  errorMessage?: string;
+  /** Truncated to 2000 characters when dead-lettered. */
+  errorStack?: string;
+  /** The consumer, `Class.method`. */
+  handler?: string;
+  /** The host whose process dead-lettered it. */
+  host?: string;
+  /** The exchange and routing key it was first published with. */
+  exchange?: string;
+  routingKey?: string;
+  /** Attempts made before it was dead-lettered. */
+  attempts?: number;
+  /** How many times it has been dead-lettered (it grows when a replayed message fails again). */
+  deadLetterCount: number;
+  firstFailureAt?: Date;
+  /** When it was (last) dead-lettered. */
+  deadLetteredAt?: Date;
+  /** When it was last replayed, if it was. */
+  replayedAt?: Date;
+  contentType?: string;
+  body: Buffer;
+  headers: Record<string, unknown>;
+  /** The AMQP properties as received. */
+  properties: Message['properties'];
+}
+
+/** Reads a message taken from `deadLetterQueue`. Never throws: a header of the wrong shape reads as absent. */
+export function readDeadLetter(
+  message: Pick<Message, 'content' | 'properties'>,
+  deadLetterQueue: string,
+): DeadLetter {
+  const headers = (message.properties.headers ?? {}) as Record<string, unknown>;
+  const death = lastDeath(headers);
+  const h = (name: string) => text(headers[name]);
+  return {
+    deadLetterQueue,
+    queue: h(DEAD_LETTER_HEADERS.queue) ?? text(death?.queue) ?? consumerQueueOf(deadLetterQueue),
+    messageId: text(message.properties.messageId),
+    type: text(message.properties.type),
+    idempotencyKey: h(HEADERS.idempotencyKey) ?? text(message.properties.messageId),
+    correlationId: text(message.properties.correlationId),
+    reason: h(DEAD_LETTER_HEADERS.reason) ?? text(death?.reason) ?? 'unknown',
+    errorClass: h(DEAD_LETTER_HEADERS.errorClass),
+    errorMessage: h(DEAD_LETTER_HEADERS.errorMessage),
+    errorStack: h(DEAD_LETTER_HEADERS.errorStack),
+    handler: h(DEAD_LETTER_HEADERS.handler),
+    host: h(DEAD_LETTER_HEADERS.host),
+    exchange: h(DEAD_LETTER_HEADERS.exchange) ?? text(death?.exchange),
+    routingKey: h(DEAD_LETTER_HEADERS.routingKey) ?? firstText(death?.['routing-keys']),
+    attempts: count(headers[DEAD_LETTER_HEADERS.attempts]),
+    deadLetterCount: count(headers[DEAD_LETTER_HEADERS.count]) ?? (death ? 1 : 0),
+    firstFailureAt: date(headers[DEAD_LETTER_HEADERS.firstFailureAt]) ?? date(death?.time),
+    deadLetteredAt: date(headers[DEAD_LETTER_HEADERS.lastFailureAt]) ?? date(death?.time),
+    replayedAt: date(headers[DEAD_LETTER_HEADERS.replayedAt]),
+    contentType: text(message.properties.contentType),
+    body: message.content,
+    headers,
+    properties: message.properties,
+  };
+}
+
+/** The consumer queue of a dead-letter queue name (`orders.dlq` → `orders`). */
+export function consumerQueueOf(deadLetterQueue: string): string {
+  return deadLetterQueue.endsWith(DEAD_LETTER_QUEUE_SUFFIX)
+    ? deadLetterQueue.slice(0, -DEAD_LETTER_QUEUE_SUFFIX.length)
+    : deadLetterQueue;
+}
+
+/** The body as text when it is valid UTF-8, else undefined. */
+export function bodyText(deadLetter: Pick<DeadLetter, 'body'>): string | undefined {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(deadLetter.body);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A JSON-friendly view for the CLI and the admin API: dates as ISO strings, the body parsed when it is JSON,
+ * as text when it is UTF-8, else base64; header values made printable.
+ */
+export function describeDeadLetter(deadLetter: DeadLetter, full = false): Record<string, unknown> {
+  const summary: Record<string, unknown> = {
+    messageId: deadLetter.messageId,
+    queue: deadLetter.queue,
+    deadLetterQueue: deadLetter.deadLetterQueue,
+    type: deadLetter.type,
+    reason: deadLetter.reason,
+    errorClass: deadLetter.errorClass,
+    errorMessage: deadLetter.errorMessage,
+    attempts: deadLetter.attempts,
+    deadLetterCount: deadLetter.deadLetterCount,
+    firstFailureAt: deadLetter.firstFailureAt?.toISOString(),
+    deadLetteredAt: deadLetter.deadLetteredAt?.toISOString(),
+    replayedAt: deadLetter.replayedAt?.toISOString(),
+  };
+  if (!full) return summary;
+  const textBody = bodyText(deadLetter);
+  let body: unknown = textBody;
+  let bodyEncoding: 'json' | 'utf-8' | 'base64' = 'utf-8';
+  if (textBody === undefined) {
+    body = deadLetter.body.toString('base64');
+    bodyEncoding = 'base64';
+  } else {
+    try {
+      body = JSON.parse(textBody);
+      bodyEncoding = 'json';
+    } catch {
+      // NOTE: a UTF-8 body that is not JSON is shown as text.
+    }
+  }
+  return {
+    ...summary,
+    idempotencyKey: deadLetter.idempotencyKey,
+    correlationId: deadLetter.correlationId,
+    handler: deadLetter.handler,
+    host: deadLetter.host,
+    exchange: deadLetter.exchange,
+    routingKey: deadLetter.routingKey,
+    errorStack: deadLetter.errorStack,
+    contentType: deadLetter.contentType,
+    headers: printable(deadLetter.headers),
+    bodyEncoding,
+    body,
+  };
+}
+
+/** The most recent x-death entry (RabbitMQ keeps them newest first). */
+function lastDeath(headers: Record<string, unknown>): Record<string, unknown> | undefined {
+  const deaths = headers['x-death'];
+  if (!Array.isArray(deaths) || deaths.length === 0) return undefined;
+  const first = deaths[0] as unknown;
+  return typeof first === 'object' && first !== null ? (first as Record<string, unknown>) : undefined;
+}
+
+function text(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (Buffer.isBuffer(value)) return value.toString('utf8');
+  return undefined;
+}
+
+function firstText(value: unknown): string | undefined {
+  return Array.isArray(value) ? text(value[0]) : text(value);
+}
+
+function count(value: unknown): number | undefined {
+  const n = typeof value === 'number' ? value : Number(text(value));
+  return Number.isInteger(n) && n >= 0 ? n : undefined;
+}
+
+/** An ISO string, or an AMQP timestamp (seconds) as amqplib decodes it: `{ '!': 'timestamp', value }`. */
+function date(value: unknown): Date | undefined {
+  let parsed: Date | undefined;
+  if (typeof value === 'string' || Buffer.isBuffer(value)) parsed = new Date(text(value) as string);
+  else if (typeof value === 'object' && value !== null && (value as { '!'?: unknown })['!'] === 'timestamp') {
+    parsed = new Date(Number((value as { value: unknown }).value) * 1000);
+  } else if (value instanceof Date) parsed = value;
+  return parsed && !Number.isNaN(parsed.getTime()) ? parsed : undefined;
+}
+
+function printable(value: unknown): unknown {
+  if (Buffer.isBuffer(value)) return value.toString('utf8');
+  if (Array.isArray(value)) return value.map(printable);
+  if (typeof value === 'object' && value !== null) {
+    if ((value as { '!'?: unknown })['!'] === 'timestamp') return date(value)?.toISOString();
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, printable(inner)]));
+  }
+  return value;
+}

@@ -1,0 +1,36 @@
+import type { Message } from 'amqplib';
+import { v7 as uuidv7 } from 'uuid';
+import type { OutboundMessage } from './envelope';
+
+/**
+ * The same message again, for the module to publish elsewhere (a retry, a redelivery checkpoint, a dead letter,
+ * a replay): the same body and properties (message id, type, content type and encoding, correlation id, app id,
+ * timestamp) with the given headers. A message without an id gets `fallbackMessageId`, else a new UUIDv7.
+ */
+export function republish(
+  message: Pick<Message, 'content' | 'properties'>,
+  target: { exchange: string; routingKey: string },
+  headers: Record<string, unknown>,
+  options: { fallbackMessageId?: string; body?: Buffer } = {},
+): OutboundMessage {
+  const properties = message.properties;
+  return {
+    exchange: target.exchange,
+    routingKey: target.routingKey,
+    body: options.body ?? message.content,
+    properties: {
+      messageId: text(properties.messageId) ?? options.fallbackMessageId ?? uuidv7(),
+      type: text(properties.type),
+      contentType: text(properties.contentType),
+      contentEncoding: text(properties.contentEncoding),
+      correlationId: text(properties.correlationId),
+      appId: text(properties.appId),
+      timestamp: typeof properties.timestamp === 'number' ? properties.timestamp : undefined,
+      headers,
+    },
+  };
+}
+
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}

@@ -1,0 +1,29 @@
+import { describe, expect, it } from '@jest/globals';
+import type { InboundDelivery } from '../pipeline/inbound-delivery';
+import { rateLimitMiddleware } from './rate-limit.middleware';
+
+describe('rateLimitMiddleware', () => {
+  it('lets no window of periodMs see more than limit handler starts, and delays the rest rather than dropping them', async () => {
+    const starts: number[] = [];
+    const handler = rateLimitMiddleware({ limit: 4, periodMs: 200 })(async () => {
+      starts.push(performance.now());
+    });
+    const began = performance.now();
+
+    await Promise.all(Array.from({ length: 12 }, () => handler({} as InboundDelivery)));
+
+    expect(starts).toHaveLength(12);
+    for (let i = 4; i < starts.length; i++) {
+      expect(starts[i] - starts[i - 4]).toBeGreaterThanOrEqual(195);
+    }
+    expect(performance.now() - began).toBeGreaterThanOrEqual(2 * 195);
+  });
+
+  it('passes a handler failure on unchanged', async () => {
+    const failure = new Error('payment API down');
+    const handler = rateLimitMiddleware({ limit: 1, periodMs: 10 })(async () => {
+      throw failure;
+    });
+    await expect(handler({} as InboundDelivery)).rejects.toBe(failure);
+  });
+});

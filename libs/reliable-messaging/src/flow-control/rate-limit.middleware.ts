@@ -1,0 +1,23 @@
+import pThrottle from 'p-throttle';
+import type { MessageMiddleware } from '../pipeline/message-middleware';
+
+/** At most `limit` handler starts per `periodMs`, per consumer and per process. */
+export interface RateLimit {
+  limit: number;
+  periodMs: number;
+}
+
+/**
+ * Holds each delivery until the consumer's rate limit lets its handler start (a strict sliding window from
+ * p-throttle: no `periodMs` window ever sees more than `limit` starts). Waiting deliveries stay unacknowledged
+ * and count against the prefetch, so keep the prefetch small on a rate-limited consumer.
+ */
+export function rateLimitMiddleware(rateLimit: RateLimit): MessageMiddleware {
+  const gate = pThrottle({ limit: rateLimit.limit, interval: rateLimit.periodMs, strict: true })(
+    () => undefined,
+  );
+  return (next) => async (delivery) => {
+    await gate();
+    await next(delivery);
+  };
+}

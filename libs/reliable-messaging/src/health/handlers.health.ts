@@ -1,0 +1,28 @@
+import { Injectable } from '@nestjs/common';
+import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
+import { ConsumerRegistry } from '../consuming/consumer-registry.service';
+import { OverdueHandlers } from '../flow-control/overdue-handlers.service';
+
+/**
+ * For liveness: down when a consumer has more handlers still running past their deadline than it may run at
+ * once. Such handlers ignore their abort signal and hold resources; the process is likely wedged and a restart
+ * helps. Nothing here depends on the broker or the database, so their outage never restarts the pod.
+ */
+@Injectable()
+export class HandlersHealthIndicator {
+  constructor(
+    private readonly health: HealthIndicatorService,
+    private readonly registry: ConsumerRegistry,
+    private readonly overdue: OverdueHandlers,
+  ) {}
+
+  isHealthy<const Key extends string = 'handlers'>(key: Key = 'handlers' as Key): HealthIndicatorResult<Key> {
+    const indicator = this.health.check(key);
+    const wedged = this.registry.consumers
+      .filter((consumer) => this.overdue.count(consumer.queue) > consumer.concurrency)
+      .map((consumer) => `${consumer.queue} (${this.overdue.count(consumer.queue)} overdue)`);
+    return wedged.length > 0
+      ? indicator.down({ message: `handlers stuck past their deadline: ${wedged.join(', ')}` })
+      : indicator.up();
+  }
+}

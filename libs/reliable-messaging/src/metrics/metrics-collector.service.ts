@@ -1,0 +1,215 @@
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { Counter, Gauge } from 'prom-client';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
+import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { AmqpConnection } from '../amqp/amqp-connection.service';
+import { ConsumerRegistry } from '../consuming/consumer-registry.service';
+import { OverdueHandlers } from '../flow-control/overdue-handlers.service';
+import { DeadLetterMonitor } from '../dead-letter/dead-letter-monitor.service';
+import { InboxStats } from '../inbox/inbox-stats.service';
+import { OutboxMonitor } from '../outbox/outbox-monitor.service';
+import { OutboxRelay } from '../outbox/outbox-relay.service';
+import { errorMessage } from '../util/error-text';
+import { withTimeout } from '../util/with-timeout';
+import { MessagingMetrics } from './messaging-metrics.service';
+import { QueueDepthMonitor } from './queue-depth.monitor';
+
+/**
+ * The gauges read when Prometheus scrapes: broker connection, each consumer's state, queue and dead-letter
+ * depth, and the outbox backlog and relay totals; it also counts the inbox's duplicates as they happen. Each source is read under `probeTimeoutMs`; a source that fails or times out
+ * leaves its gauges empty for that scrape (never a stale value) and counts in `rm_metrics_collect_errors_total`.
+ */
+@Injectable()
+export class MetricsCollector implements OnModuleInit {
+  private readonly logger = new Logger('ReliableMessaging');
+  private collectErrors!: Counter<'source'>;
+  /** Readings already counted as failed: several gauges share one reading. */
+  private readonly counted = new WeakSet<Promise<unknown>>();
+
+  constructor(
+    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+    private readonly metrics: MessagingMetrics,
+    private readonly connection: AmqpConnection,
+    private readonly registry: ConsumerRegistry,
+    private readonly queues: QueueDepthMonitor,
+    private readonly overdue: OverdueHandlers,
+    private readonly outbox: OutboxMonitor,
+    private readonly relay: OutboxRelay,
+    private readonly inbox: InboxStats,
+    private readonly deadLetters: DeadLetterMonitor,
+  ) {}
+
+  onModuleInit(): void {
+    const metrics = this.metrics;
+    this.collectErrors = metrics.own(
+      'rm_metrics_collect_errors_total',
+      new Counter({
+        name: 'rm_metrics_collect_errors_total',
+        help: 'Scrapes in which a source (broker queues, outbox, dead letters) could not be read.',
+        labelNames: ['source'],
+        registers: [],
+      }),
+    );
+    this.gauge('rm_broker_connected', 'Whether the broker connection is up (1) or not (0).', [], (gauge) => {
+      gauge.set(this.connection.isConnected ? 1 : 0);
+    });
+    this.gauge(
+      'rm_broker_blocked',
+      'Whether the broker has blocked publishing (a memory or disk alarm).',
+      [],
+      (gauge) => {
+        gauge.set(this.connection.isBlocked ? 1 : 0);
+      },
+    );
+    this.gauge(
+      'rm_consumer_up',
+      'Whether this process is subscribed to the queue (1) or not (0).',
+      ['queue'],
+      (gauge) => {
+        for (const status of this.registry.statuses)
+          gauge.set({ queue: status.queue }, status.consuming ? 1 : 0);
+      },
+    );
+    this.gauge(
+      'rm_consumer_in_flight',
+      'Deliveries this process holds unacknowledged, per queue.',
+      ['queue'],
+      (gauge) => {
+        for (const status of this.registry.statuses) gauge.set({ queue: status.queue }, status.inFlight);
+      },
+    );
+    this.gauge('rm_consumer_concurrency', 'Handlers a consumer may run at once.', ['queue'], (gauge) => {
+      for (const consumer of this.registry.consumers)
+        gauge.set({ queue: consumer.queue }, consumer.concurrency);
+    });
+    this.gauge('rm_handlers_overdue', 'Handlers still running after their deadline.', ['queue'], (gauge) => {
+      for (const consumer of this.registry.consumers)
+        gauge.set({ queue: consumer.queue }, this.overdue.count(consumer.queue));
+    });
+    this.gauge('rm_queue_depth', 'Ready messages in a consumer queue.', ['queue'], async (gauge) => {
+      for (const depth of await this.read('queues', this.queues.snapshot())) {
+        if (depth.ready !== undefined) gauge.set({ queue: depth.queue }, depth.ready);
+      }
+    });
+    this.gauge(
+      'rm_queue_consumers',
+      'Consumers subscribed to a queue, across every process.',
+      ['queue'],
+      async (gauge) => {
+        for (const depth of await this.read('queues', this.queues.snapshot())) {
+          if (depth.consumers !== undefined) gauge.set({ queue: depth.queue }, depth.consumers);
+        }
+      },
+    );
+    this.gauge(
+      'rm_dead_letter_depth',
+      "Messages in a queue's dead-letter queue.",
+      ['queue'],
+      async (gauge) => {
+        for (const stats of await this.read('dead-letters', this.deadLetters.snapshot())) {
+          gauge.set({ queue: stats.queue }, stats.depth);
+        }
+      },
+    );
+    this.gauge(
+      'rm_dead_letter_oldest_age_seconds',
+      "Age of the oldest message in a queue's dead-letter queue; 0 when it is empty.",
+      ['queue'],
+      async (gauge) => {
+        for (const stats of await this.read('dead-letters', this.deadLetters.snapshot())) {
+          gauge.set({ queue: stats.queue }, stats.oldestAgeSeconds ?? 0);
+        }
+      },
+    );
+    this.inbox.onDuplicate((duplicate) => {
+      const consumer = this.registry.consumers.find((candidate) => candidate.queue === duplicate.queue);
+      if (consumer)
+        metrics.deduplicated.inc({
+          queue: consumer.queue,
+          type: metrics.typeLabel(consumer, duplicate.type),
+        });
+    });
+    if (this.options.dataSource) this.outboxMetrics();
+  }
+
+  private outboxMetrics(): void {
+    let reading: { at: number; backlog: ReturnType<OutboxMonitor['backlog']> } | undefined;
+    const backlog = () => {
+      if (!reading || Date.now() - reading.at > 1000)
+        reading = { at: Date.now(), backlog: this.outbox.backlog() };
+      return this.read('outbox', reading.backlog);
+    };
+    this.gauge('rm_outbox_pending', 'Outbox rows not yet published.', [], async (gauge) => {
+      gauge.set((await backlog()).pending);
+    });
+    this.gauge(
+      'rm_outbox_oldest_age_seconds',
+      'Age of the oldest unpublished outbox row; 0 when none waits.',
+      [],
+      async (gauge) => {
+        gauge.set((await backlog()).oldestAgeSeconds);
+      },
+    );
+    this.gauge('rm_outbox_parked', 'Outbox rows set aside as unpublishable.', [], async (gauge) => {
+      gauge.set((await backlog()).parked);
+    });
+    const relay = this.relay;
+    this.metrics.own(
+      'rm_outbox_relayed_total',
+      new Counter({
+        name: 'rm_outbox_relayed_total',
+        help: "Outbox rows this process's relay handled, by outcome (published, failed and retried later, parked).",
+        labelNames: ['outcome'],
+        registers: [],
+        collect() {
+          const stats = relay.stats;
+          this.reset();
+          this.inc({ outcome: 'published' }, stats.published);
+          this.inc({ outcome: 'failed' }, stats.failed);
+          this.inc({ outcome: 'parked' }, stats.parked);
+        },
+      }),
+    );
+  }
+
+  /** Registers a gauge whose values are set on each scrape; a collect that throws leaves it empty. */
+  private gauge<L extends string>(
+    name: string,
+    help: string,
+    labelNames: L[],
+    fill: (gauge: Gauge<L>) => void | Promise<void>,
+  ): void {
+    const logger = this.logger;
+    this.metrics.own(
+      name,
+      new Gauge<L>({
+        name,
+        help,
+        labelNames,
+        registers: [],
+        async collect() {
+          this.reset();
+          try {
+            await fill(this);
+          } catch (error) {
+            this.reset();
+            logger.debug?.(`metrics: ${name} not collected: ${errorMessage(error)}`);
+          }
+        },
+      }),
+    );
+  }
+
+  /** Awaits a source under the probe timeout, counting a failure against `source` before rethrowing it. */
+  private async read<T>(source: string, work: Promise<T>): Promise<T> {
+    try {
+      return await withTimeout(work, this.options.probeTimeoutMs, source);
+    } catch (error) {
+      if (!this.counted.has(work)) {
+        this.counted.add(work);
+        this.collectErrors.inc({ source });
+      }
+      throw error;
+    }
+  }
+}

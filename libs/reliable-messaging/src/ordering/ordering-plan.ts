@@ -1,0 +1,71 @@
+import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import { partitionQueueName, resolveOrderingOption, type ConsumerOrdering } from './ordering.options';
+
+/** Builds a queue's arguments the way TopologyService does (dead-lettering, quorum backstop), plus `extra`. */
+export type QueueArgumentsBuilder = (
+  queue: string,
+  queueType: ConsumerDefinition['queueType'],
+  extra: Record<string, unknown>,
+) => Record<string, unknown>;
+
+/** An ordered consumer's prefetch unless it sets one: nothing is fetched past the message in hand. */
+export const ORDERED_DEFAULT_PREFETCH = 1;
+
+/**
+ * Turns one resolved `@Consume()` into the consumers that run it, by its `ordering` option:
+ *
+ * - `'none'`: the consumer as it is.
+ * - `'queue'`: its queue becomes single-active-consumer (`x-single-active-consumer`): the broker delivers to
+ *   one subscriber across all replicas and hands over to the next when it goes. Concurrency is 1, and the
+ *   prefetch defaults to 1 so that a message handed back to the broker is the next one delivered again.
+ * - `{ by: 'key', partitions: N }`: N such consumers, one per partition queue `<queue>.p000` to
+ *   `<queue>.p<N-1>`, each with its own dead-letter queue. The queues are not bound to the events exchange
+ *   themselves: a consistent-hash exchange named after the queue is (see OrderingTopology).
+ *
+ * NOTE: the partition names sort in partition order and are bound in that order. RabbitMQ rebuilds a
+ * consistent-hash ring after a node restart from the bindings sorted by queue name, so the ring, and with it
+ * each key's partition, comes back the same.
+ */
+export function planConsumerOrdering(
+  definition: ConsumerDefinition,
+  queueArguments: QueueArgumentsBuilder,
+  warn: (message: string) => void,
+): ConsumerDefinition[] {
+  const { name, options } = definition;
+  const ordering = resolveOrderingOption(options.ordering, `@Consume on ${name}`);
+  if (ordering.mode === 'none') return [{ ...definition, ordering }];
+
+  if (options.concurrency !== undefined && options.concurrency > 1) {
+    warn(
+      `${name}: ordering ${ordering.mode === 'queue' ? "'queue'" : 'by key'} handles one message at a time per ${ordering.mode === 'queue' ? 'queue' : 'partition'}; concurrency ${options.concurrency} is ignored` +
+        (ordering.mode === 'queue'
+          ? " (ordering { by: 'key', partitions: N } handles different keys in parallel)"
+          : ''),
+    );
+  }
+  const extra = { ...(options.queueArguments ?? {}), 'x-single-active-consumer': true };
+  const ordered = (queue: string, own: ConsumerOrdering): ConsumerDefinition => ({
+    ...definition,
+    queue,
+    deadLetterQueue: `${queue}.dlq`,
+    queueArguments: queueArguments(queue, definition.queueType, extra),
+    concurrency: 1,
+    prefetch: options.prefetch ?? ORDERED_DEFAULT_PREFETCH,
+    ordering: own,
+  });
+
+  if (ordering.mode === 'queue') return [ordered(definition.queue, ordering)];
+
+  const partitions = Array.from({ length: ordering.partitions }, (_, partition) =>
+    ordered(partitionQueueName(definition.queue, partition), {
+      mode: 'key',
+      partitions: ordering.partitions,
+      partition,
+      baseQueue: definition.queue,
+      hashExchange: definition.queue,
+      sourceBindings: definition.bindings,
+    }),
+  );
+  // The partitions are bound to the hash exchange only, never to the events exchange directly.
+  return partitions.map((partition) => ({ ...partition, bindings: [] }));
+}

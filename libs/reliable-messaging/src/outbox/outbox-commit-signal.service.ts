@@ -1,0 +1,95 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import type { EntityManager, EntitySubscriberInterface, QueryRunner } from 'typeorm';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
+import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { sleep } from '../util/backoff';
+import { errorMessage } from '../util/error-text';
+import { OutboxRelay } from './outbox-relay.service';
+import { OUTBOX_CHANNEL } from './outbox-store.service';
+
+/** The least time between two NOTIFYs of one process: commits in between share the next one. */
+const NOTIFY_INTERVAL_MS = 5;
+
+/**
+ * Wakes the relay right after a transaction that wrote outbox rows commits, through TypeORM's
+ * `afterTransactionCommit` event on the module's DataSource. When this process relays, the relay is woken in
+ * process. When it doesn't (`outbox.relay: false`, the relay runs elsewhere), a NOTIFY is sent after the
+ * commit, and relay processes LISTENing hear it. NOTIFYs are coalesced (one in flight, at most one per
+ * NOTIFY_INTERVAL_MS) and committed asynchronously (`synchronous_commit` off for that statement alone: a lost
+ * notification only delays rows to the relays' next poll), so they cost the database little.
+ *
+ * NOTE: the NOTIFY is deliberately not sent inside the writing transaction, though PostgreSQL would deliver it
+ * only on commit: a transaction that has NOTIFYed holds a database-wide lock from its commit until the commit
+ * is durable, so every writing transaction would wait for the previous one's fsync. Measured here, that capped
+ * the app at about 1000 transactions/s whatever their size (see docs/benchmarks.md).
+ */
+@Injectable()
+export class OutboxCommitSignal implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger('ReliableMessaging');
+  private readonly writers = new WeakSet<QueryRunner>();
+  private readonly subscriber: EntitySubscriberInterface = {
+    afterTransactionCommit: (event) => this.ended(event.queryRunner, true),
+    afterTransactionRollback: (event) => this.ended(event.queryRunner, false),
+  };
+  private notifying?: Promise<void>;
+  private notifyAgain = false;
+  private notifyFailed = false;
+
+  constructor(
+    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+    private readonly relay: OutboxRelay,
+  ) {}
+
+  onModuleInit(): void {
+    this.options.dataSource?.subscribers.push(this.subscriber);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    const subscribers = this.options.dataSource?.subscribers;
+    const index = subscribers?.indexOf(this.subscriber) ?? -1;
+    if (subscribers && index >= 0) subscribers.splice(index, 1);
+    await this.notifying;
+  }
+
+  /** Records that `manager`'s transaction wrote outbox rows, so its commit wakes the relay. */
+  wrote(manager: EntityManager): void {
+    if (manager.queryRunner) this.writers.add(manager.queryRunner);
+  }
+
+  private ended(runner: QueryRunner, committed: boolean): void {
+    if (runner.isTransactionActive || !this.writers.has(runner)) return;
+    this.writers.delete(runner);
+    if (!committed) return;
+    if (this.relay.enabled) this.relay.wake();
+    else this.notifyRelays();
+  }
+
+  private notifyRelays(): void {
+    const dataSource = this.options.dataSource;
+    if (!dataSource) return;
+    if (this.notifying) {
+      this.notifyAgain = true;
+      return;
+    }
+    this.notifying = (async () => {
+      do {
+        this.notifyAgain = false;
+        const sent = Date.now();
+        try {
+          await dataSource.query(
+            `SELECT set_config('synchronous_commit', 'off', true), pg_notify('${OUTBOX_CHANNEL}', '')`,
+          );
+          this.notifyFailed = false;
+        } catch (error) {
+          if (!this.notifyFailed) {
+            this.logger.warn(
+              `could not notify the outbox relays (${errorMessage(error)}); they will find the rows by polling`,
+            );
+          }
+          this.notifyFailed = true;
+        }
+        if (this.notifyAgain) await sleep(Math.max(0, sent + NOTIFY_INTERVAL_MS - Date.now()));
+      } while (this.notifyAgain);
+    })().finally(() => (this.notifying = undefined));
+  }
+}

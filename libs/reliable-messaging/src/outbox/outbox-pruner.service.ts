@@ -1,0 +1,46 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+} from '@nestjs/common';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
+import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { BatchedPruner } from '../database/batched-pruner';
+import { OutboxStore } from './outbox-store.service';
+
+/**
+ * Deletes published outbox rows once they are older than `outbox.retentionMs`, every `outbox.pruneIntervalMs`,
+ * in batches. Runs where the relay runs; pending and parked rows are never touched.
+ */
+@Injectable()
+export class OutboxPruner implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('ReliableMessaging');
+  private readonly pruner: BatchedPruner;
+
+  constructor(
+    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+    private readonly store: OutboxStore,
+  ) {
+    this.pruner = new BatchedPruner(
+      'published outbox rows',
+      options.outbox.pruneIntervalMs,
+      (limit) => this.store.prunePublished(this.options.outbox.retentionMs, limit),
+      this.logger,
+    );
+  }
+
+  onApplicationBootstrap(): void {
+    if (this.options.dataSource && this.options.outbox.relay) this.pruner.start();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.pruner.stop();
+  }
+
+  /** Deletes every published row past its retention now; resolves with how many went. */
+  pruneNow(): Promise<number> {
+    return this.pruner.pruneNow();
+  }
+}

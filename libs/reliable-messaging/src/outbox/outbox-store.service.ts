@@ -1,0 +1,241 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { HEADERS } from '../reliable-messaging.constants';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
+import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import type { OutboundMessage, OutboundProperties } from '../envelope/envelope';
+
+/** The channel relays LISTEN on; processes that write rows but don't relay NOTIFY it after their commits. */
+export const OUTBOX_CHANNEL = 'rm_outbox';
+
+/** Namespace of the relay's advisory locks on ordering keys (`pg_try_advisory_xact_lock(namespace, hashtext(key))`). */
+const ORDERING_LOCK_NAMESPACE = 0x524d4f58;
+
+/** A row the relay claimed: the message as stored, its ordering key and its failed attempts so far. */
+export interface ClaimedRow {
+  id: string;
+  message: OutboundMessage;
+  orderingKey: string | null;
+  attempts: number;
+}
+
+/** What became of a claimed row: published, set aside for good, or to be tried again after a delay. */
+export type RelayOutcome =
+  | { id: string; outcome: 'published' }
+  | { id: string; outcome: 'parked'; reason: string }
+  | { id: string; outcome: 'failed'; error: string; retryInMs: number };
+
+/** How much of the outbox waits: pending rows, the age of the oldest one, and parked rows. */
+export interface OutboxBacklog {
+  /** Rows not yet published (including rows waiting out a retry delay). */
+  pending: number;
+  /** Seconds since the oldest pending row was written; 0 when none is pending. */
+  oldestAgeSeconds: number;
+  /** Rows set aside as unpublishable, waiting for someone to look at them. */
+  parked: number;
+}
+
+/** A parked row, as `OutboxMonitor.parked()` lists it. */
+export interface ParkedRow {
+  id: string;
+  messageId: string;
+  type?: string;
+  exchange: string;
+  routingKey: string;
+  reason: string | null;
+  parkedAt: Date;
+}
+
+interface StoredRow {
+  id: string;
+  exchange: string;
+  routing_key: string;
+  properties: OutboundProperties;
+  body: Buffer;
+  ordering_key: string | null;
+  attempts: number;
+}
+
+/**
+ * Every query on the outbox table. Claiming is the heart of it: pending rows in id order, locked with
+ * `FOR UPDATE SKIP LOCKED` so relays never claim a row twice, and for rows with an ordering key only while this
+ * relay holds that key's advisory lock, so one relay at a time publishes a key. Rows stay locked (the claim's
+ * transaction stays open) until the broker confirmed them and they are marked, so a relay that dies mid-batch
+ * leaves them pending for the next one.
+ */
+@Injectable()
+export class OutboxStore {
+  constructor(@Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions) {}
+
+  /** Writes a message in the caller's transaction. */
+  async insert(manager: EntityManager, message: OutboundMessage): Promise<void> {
+    const orderingKey = message.properties.headers[HEADERS.orderingKey];
+    await manager.query(
+      `INSERT INTO "rm_outbox" ("message_id", "exchange", "routing_key", "properties", "body", "ordering_key") ` +
+        `VALUES ($1, $2, $3, $4, $5, $6)`,
+      [
+        message.properties.messageId,
+        message.exchange,
+        message.routingKey,
+        JSON.stringify(message.properties),
+        message.body,
+        typeof orderingKey === 'string' ? orderingKey : null,
+      ],
+    );
+  }
+
+  /**
+   * Claims up to `limit` rows in the runner's open transaction. A keyed row is claimed only when this relay gets
+   * its key's advisory lock and no earlier row of that key is waiting out a retry delay; the walk is in id order,
+   * so a key's rows come out in order. `heldBack` then re-checks keyed rows with a fresh snapshot.
+   */
+  async claim(runner: QueryRunner, limit: number): Promise<ClaimedRow[]> {
+    // NOTE: the advisory lock is taken in the scan's filter, so PostgreSQL must walk the pending index in id
+    // order under the LIMIT rather than sort: a sort would take a lock for every pending key. On a table without
+    // fresh statistics (a new or fast-churning outbox) the planner guesses a handful of pending rows and picks a
+    // bitmap scan and a sort, so both are switched off for this transaction. The keys waiting out a retry are
+    // found once per claim from the small index of failed rows, not by a subquery per row.
+    await runner.query('SET LOCAL enable_sort = off; SET LOCAL enable_bitmapscan = off');
+    const rows = (await runner.query(
+      `WITH retrying AS MATERIALIZED (SELECT "ordering_key", min("id") AS first_id FROM "rm_outbox" ` +
+        `WHERE "status" = 'pending' AND "attempts" > 0 AND "ordering_key" IS NOT NULL AND "available_at" > now() ` +
+        `GROUP BY "ordering_key") ` +
+        `SELECT o."id", o."exchange", o."routing_key", o."properties", o."body", o."ordering_key", o."attempts" ` +
+        `FROM "rm_outbox" o ` +
+        `WHERE o."status" = 'pending' AND o."available_at" <= now() AND (o."ordering_key" IS NULL OR CASE ` +
+        `WHEN EXISTS (SELECT 1 FROM retrying r WHERE r."ordering_key" = o."ordering_key" AND r.first_id < o."id") THEN false ` +
+        `ELSE pg_try_advisory_xact_lock(${ORDERING_LOCK_NAMESPACE}, hashtext(o."ordering_key")) END) ` +
+        `ORDER BY o."id" LIMIT $1 FOR UPDATE OF o SKIP LOCKED`,
+      [limit],
+    )) as StoredRow[];
+    return rows.map((row) => ({
+      id: String(row.id),
+      message: {
+        exchange: row.exchange,
+        routingKey: row.routing_key,
+        body: row.body,
+        properties: row.properties,
+      },
+      orderingKey: row.ordering_key,
+      attempts: row.attempts,
+    }));
+  }
+
+  /**
+   * The claimed keyed rows that must wait because an earlier row of their key is pending outside this claim.
+   * Run after `claim`, as a new statement: its snapshot is taken after this relay got the keys' advisory locks,
+   * so it sees every change the key's previous holder committed (a retry delay set, say), which the claim's
+   * older snapshot may have missed.
+   */
+  async heldBack(runner: QueryRunner, claimed: readonly ClaimedRow[]): Promise<Set<string>> {
+    const keys = [...new Set(claimed.map((row) => row.orderingKey).filter((key) => key !== null))];
+    if (keys.length === 0) return new Set();
+    // Per key, the first pending row this claim does not hold: every claimed row of the key after it waits.
+    const firsts = (await runner.query(
+      `SELECT k.key, (SELECT min(e."id") FROM "rm_outbox" e WHERE e."ordering_key" = k.key AND e."status" = 'pending' ` +
+        `AND e."id" <> ALL($2::bigint[])) AS first_outside FROM unnest($1::text[]) AS k(key)`,
+      [keys, claimed.map((row) => row.id)],
+    )) as Array<{ key: string; first_outside: string | null }>;
+    const limits = new Map(
+      firsts.map((row) => [row.key, row.first_outside === null ? null : BigInt(row.first_outside)]),
+    );
+    const held = claimed.filter((row) => {
+      const limit = row.orderingKey === null ? null : limits.get(row.orderingKey);
+      return limit !== null && limit !== undefined && BigInt(row.id) > limit;
+    });
+    return new Set(held.map((row) => row.id));
+  }
+
+  /** Records what became of claimed rows, in the claim's transaction. */
+  async complete(runner: QueryRunner, outcomes: readonly RelayOutcome[]): Promise<void> {
+    if (outcomes.length === 0) return;
+    if (outcomes.every((o) => o.outcome === 'published')) {
+      await runner.query(
+        `UPDATE "rm_outbox" SET "status" = 'published', "published_at" = now() WHERE "id" = ANY($1::bigint[])`,
+        [outcomes.map((o) => o.id)],
+      );
+      return;
+    }
+    await runner.query(
+      `UPDATE "rm_outbox" AS o SET ` +
+        `"status" = CASE f.outcome WHEN 'failed' THEN 'pending' ELSE f.outcome END, ` +
+        `"published_at" = CASE WHEN f.outcome = 'published' THEN now() ELSE o."published_at" END, ` +
+        `"parked_at" = CASE WHEN f.outcome = 'parked' THEN now() ELSE o."parked_at" END, ` +
+        `"attempts" = o."attempts" + CASE WHEN f.outcome = 'published' THEN 0 ELSE 1 END, ` +
+        `"last_error" = COALESCE(f.error, o."last_error"), ` +
+        `"available_at" = CASE WHEN f.outcome = 'failed' THEN now() + f.delay_ms * interval '1 millisecond' ELSE o."available_at" END ` +
+        `FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[]) AS f(id, outcome, error, delay_ms) ` +
+        `WHERE o."id" = f.id`,
+      [
+        outcomes.map((o) => o.id),
+        outcomes.map((o) => o.outcome),
+        outcomes.map((o) => (o.outcome === 'parked' ? o.reason : o.outcome === 'failed' ? o.error : null)),
+        outcomes.map((o) => (o.outcome === 'failed' ? o.retryInMs : 0)),
+      ],
+    );
+  }
+
+  /** Pending and parked counts and the oldest pending row's age. */
+  async backlog(): Promise<OutboxBacklog> {
+    const [row] = (await this.dataSource().query(
+      `SELECT p.pending, p.oldest, (SELECT count(*) FROM "rm_outbox" WHERE "status" = 'parked')::int AS parked ` +
+        `FROM (SELECT count(*)::int AS pending, ` +
+        `COALESCE(EXTRACT(EPOCH FROM now() - min("created_at")), 0)::float8 AS oldest ` +
+        `FROM "rm_outbox" WHERE "status" = 'pending') p`,
+    )) as Array<{ pending: number; oldest: number; parked: number }>;
+    return { pending: row.pending, oldestAgeSeconds: Math.max(0, row.oldest), parked: row.parked };
+  }
+
+  /** Parked rows, oldest first. */
+  async parked(limit: number): Promise<ParkedRow[]> {
+    const rows = (await this.dataSource().query(
+      `SELECT "id", "message_id", "properties"->>'type' AS type, "exchange", "routing_key", "last_error", "parked_at" ` +
+        `FROM "rm_outbox" WHERE "status" = 'parked' ORDER BY "id" LIMIT $1`,
+      [limit],
+    )) as Array<{
+      id: string;
+      message_id: string;
+      type: string | null;
+      exchange: string;
+      routing_key: string;
+      last_error: string | null;
+      parked_at: Date;
+    }>;
+    return rows.map((row) => ({
+      id: String(row.id),
+      messageId: row.message_id,
+      type: row.type ?? undefined,
+      exchange: row.exchange,
+      routingKey: row.routing_key,
+      reason: row.last_error,
+      parkedAt: row.parked_at,
+    }));
+  }
+
+  /** Puts parked rows back to pending (after the cause was fixed) and wakes the relays; resolves with how many moved. */
+  async retryParked(ids: readonly string[]): Promise<number> {
+    const [, count] = (await this.dataSource().query(
+      `UPDATE "rm_outbox" SET "status" = 'pending', "parked_at" = NULL, "available_at" = now() ` +
+        `WHERE "status" = 'parked' AND "id" = ANY($1::bigint[])`,
+      [ids],
+    )) as [unknown, number];
+    if (count > 0) await this.dataSource().query(`SELECT pg_notify('${OUTBOX_CHANNEL}', '')`);
+    return count;
+  }
+
+  /** Deletes up to `limit` published rows older than `retentionMs`; resolves with how many went. */
+  async prunePublished(retentionMs: number, limit: number): Promise<number> {
+    const [, count] = (await this.dataSource().query(
+      `DELETE FROM "rm_outbox" WHERE "id" IN (SELECT "id" FROM "rm_outbox" WHERE "status" = 'published' ` +
+        `AND "published_at" < now() - $1 * interval '1 millisecond' ORDER BY "published_at" LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      [retentionMs, limit],
+    )) as [unknown, number];
+    return count;
+  }
+
+  private dataSource(): DataSource {
+    const dataSource = this.options.dataSource;
+    if (!dataSource) throw new Error('the outbox needs the module option dataSource');
+    return dataSource;
+  }
+}

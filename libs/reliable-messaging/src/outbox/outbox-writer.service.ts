@@ -1,0 +1,55 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
+import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import type { OutboundMessage } from '../envelope/envelope';
+import { ConfigurationError } from '../errors/configuration.error';
+import { NoTransactionError } from '../errors/no-transaction.error';
+import { TransactionContext } from '../database/transaction-context.service';
+import { OutboxCommitSignal } from './outbox-commit-signal.service';
+import { OutboxStore } from './outbox-store.service';
+
+/**
+ * Writes outgoing messages into the outbox, inside the caller's transaction: the EntityManager passed in,
+ * else nestjs-cls' active transaction, else the transaction of the message being handled. With none of them it
+ * refuses (NoTransactionError) rather than send a message whose state change may still roll back. The
+ * transaction's commit then wakes the relay (OutboxCommitSignal).
+ */
+@Injectable()
+export class OutboxWriter {
+  constructor(
+    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+    private readonly store: OutboxStore,
+    private readonly transactions: TransactionContext,
+    private readonly commits: OutboxCommitSignal,
+  ) {}
+
+  /** True when a DataSource is configured, so `publish()` goes through the outbox. */
+  get enabled(): boolean {
+    return this.options.dataSource !== undefined;
+  }
+
+  /** Writes `message` in `manager`'s transaction, or in the current one. */
+  async write(message: OutboundMessage, manager?: EntityManager): Promise<void> {
+    const type = message.properties.type ?? message.routingKey;
+    const target = manager ?? (await this.transactions.currentManager());
+    if (!target) throw new NoTransactionError(type);
+    if (manager) {
+      const runner = manager.queryRunner;
+      if (!runner || runner.isReleased || !runner.isTransactionActive) {
+        throw new NoTransactionError(
+          type,
+          'the EntityManager passed as { manager } is not inside a transaction',
+        );
+      }
+    }
+    if (target.connection !== this.options.dataSource) {
+      throw new ConfigurationError(
+        `publish() of '${type}': the transaction belongs to another DataSource than the module's dataSource option, ` +
+          'so the message could not commit with it; publish inside a transaction of that DataSource',
+      );
+    }
+    await this.store.insert(target, message);
+    this.commits.wrote(target);
+  }
+}

@@ -1,0 +1,19 @@
+import { CreateDeadLetterAudit1767225600003 } from './dead-letter/create-dead-letter-audit.migration';
+import { DeadLetterAuditEntity } from './dead-letter/dead-letter-audit.entity';
+import { CreateInbox1767225600001 } from './inbox/create-inbox.migration';
+import { InboxMessageEntity } from './inbox/inbox-message.entity';
+import { CreateOutbox1767225600000 } from './outbox/create-outbox.migration';
+import { OutboxMessageEntity } from './outbox/outbox-message.entity';
+
+/** The module's TypeORM entities (outbox, inbox, dead-letter audit): add them to the DataSource's `entities`. */
+export const RELIABLE_MESSAGING_ENTITIES = [OutboxMessageEntity, InboxMessageEntity, DeadLetterAuditEntity];
+
+/**
+ * The module's TypeORM migrations, oldest first: add them to the DataSource's `migrations` with
+ * `migrationsRun: true` (never `synchronize`), so the tables exist before the module starts.
+ */
+export const RELIABLE_MESSAGING_MIGRATIONS = [
+  CreateOutbox1767225600000,
+  CreateInbox1767225600001,
+  CreateDeadLetterAudit1767225600003,
+];

@@ -1,0 +1,94 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Channel, ChannelModel } from 'amqplib';
+import { HEADERS } from '../reliable-messaging.constants';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
+import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { AmqpConnection } from '../amqp/amqp-connection.service';
+import { TopologyService } from '../amqp/topology.service';
+import { ConsumerRegistry } from '../consuming/consumer-registry.service';
+import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import {
+  DELAY_RESOLUTION_MS,
+  delayLevelName,
+  deliverExchangeName,
+  levelBindingPattern,
+  levelsFor,
+  levelTtlMs,
+} from './delay-levels';
+import { FailureHandler } from './failure-handler.service';
+
+/**
+ * Declares the retry delay levels (see delay-levels.ts) once per connection, before the consumers' topology,
+ * and binds each consumer's queue to the deliver exchange on its own name (`rm-retry-queue` header), so a
+ * delayed message comes back to the queue it failed in and to no other. The levels are shared by every
+ * consumer of the module's exchange. A process declares only the levels its consumers' longest delay needs
+ * (10 queues for the default 60 s cap, 20 at most), since every level is a queue the broker keeps; a process
+ * without consumers declares none.
+ */
+@Injectable()
+export class DelayTopology {
+  constructor(
+    connection: AmqpConnection,
+    private readonly topology: TopologyService,
+    private readonly registry: ConsumerRegistry,
+    private readonly failures: FailureHandler,
+    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+  ) {
+    // NOTE: hooks run in registration order and this one is registered at construction, before the lifecycle
+    // registers the consumers' topology at bootstrap, so the deliver exchange exists when queues bind to it.
+    connection.onConnect((model) => this.declareLevels(model));
+    topology.addContributor((channel, consumer) => this.bindConsumer(channel, consumer));
+  }
+
+  /** The arguments of level `level`'s queue. */
+  levelArguments(level: number): Record<string, unknown> {
+    const exchange = this.options.exchange;
+    const args: Record<string, unknown> = {
+      'x-queue-type': this.options.defaultQueueType,
+      'x-message-ttl': levelTtlMs(level),
+      'x-dead-letter-exchange':
+        level === 0 ? deliverExchangeName(exchange) : delayLevelName(exchange, level - 1),
+    };
+    if (this.options.defaultQueueType === 'quorum') {
+      // NOTE: at-least-once dead-lettering keeps an expired message in its level until the next level has
+      // confirmed it; RabbitMQ requires reject-publish overflow for it.
+      args['x-dead-letter-strategy'] = 'at-least-once';
+      args['x-overflow'] = 'reject-publish';
+    }
+    return args;
+  }
+
+  /** How many levels this process needs: enough for its longest retry delay plus a redelivery checkpoint's step. */
+  levelCount(): number {
+    const longest = Math.max(
+      0,
+      ...this.registry.consumers.map((consumer) => this.failures.policyFor(consumer).options.maxDelayMs),
+    );
+    return levelsFor(longest + DELAY_RESOLUTION_MS);
+  }
+
+  private async declareLevels(model: ChannelModel): Promise<void> {
+    if (this.registry.consumers.length === 0) return;
+    const exchange = this.options.exchange;
+    const levels = this.levelCount();
+    await this.topology.withChannel(model, async (channel) => {
+      const deliver = deliverExchangeName(exchange);
+      await channel.assertExchange(deliver, 'headers', { durable: true });
+      for (let level = 0; level < levels; level++) {
+        const name = delayLevelName(exchange, level);
+        const below = level === 0 ? deliver : delayLevelName(exchange, level - 1);
+        await channel.assertExchange(name, 'topic', { durable: true });
+        await channel.assertQueue(name, { durable: true, arguments: this.levelArguments(level) });
+        await channel.bindQueue(name, name, levelBindingPattern(level, 1));
+        await channel.bindExchange(below, name, levelBindingPattern(level, 0));
+      }
+    });
+  }
+
+  private async bindConsumer(channel: Channel, consumer: ConsumerDefinition): Promise<void> {
+    await channel.bindQueue(consumer.queue, deliverExchangeName(this.options.exchange), '', {
+      'x-match': 'all',
+      [HEADERS.retryQueue]: consumer.queue,
+    });
+  }
+}

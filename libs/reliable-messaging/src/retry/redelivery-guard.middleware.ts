@@ -1,0 +1,69 @@
+import { Logger } from '@nestjs/common';
+import type { ConsumeMessage } from 'amqplib';
+import { HEADERS } from '../reliable-messaging.constants';
+import { InvalidMessageError } from '../errors/invalid-message.error';
+import { RedeliveryLimitError } from '../errors/redelivery-limit.error';
+import type { MessageMiddleware } from '../pipeline/message-middleware';
+import { sleep } from '../util/backoff';
+import { errorMessage } from '../util/error-text';
+import { DELAY_RESOLUTION_MS } from './delay-levels';
+import type { RetryPolicy } from './retry-policy';
+import type { RetryScheduler } from './retry-scheduler.service';
+
+const MAX_REDELIVERIES_HEADER = 10_000;
+/** How long to hold a redelivery whose checkpoint could not be published before handing it back. */
+const REQUEUE_PAUSE_MS = 1000;
+
+/**
+ * Bounds deliveries that end with no outcome, above all a handler that kills the process: no failure is ever
+ * recorded for it, so the attempt count alone would let it loop forever. A delivery the broker flags as
+ * redelivered is not handled; instead a copy counting one more redelivery (`rm-redeliveries`) goes back to the
+ * queue through the delay levels, after the retry backoff for that count, published with a confirm before the
+ * original is acknowledged. Past `maxRedeliveries` the message is dead-lettered as `redelivery-limit`.
+ *
+ * NOTE: the copy waits at least one delay step (100 ms) even when the drawn backoff is 0. Were it handled at
+ * once and killed the process again, the original's acknowledgement could die unsent in the socket buffer and
+ * the original would come back beside its copy.
+ *
+ * The count lives in the message's own headers, so it works the same on classic and quorum queues and on every
+ * RabbitMQ version, with or without a database: the broker's x-delivery-count changed meaning in RabbitMQ 4.3
+ * and classic queues have none. The quorum queue's x-delivery-limit stays only as a backstop.
+ */
+export function redeliveryGuardMiddleware(policy: RetryPolicy, scheduler: RetryScheduler): MessageMiddleware {
+  const { maxRedeliveries } = policy.options;
+  const logger = new Logger('ReliableMessaging');
+  return (next) => async (delivery) => {
+    if (!delivery.raw.fields.redelivered) {
+      await next(delivery);
+      return;
+    }
+    const redeliveries = readRedeliveries(delivery.raw) + 1;
+    if (redeliveries > maxRedeliveries) throw new RedeliveryLimitError(redeliveries);
+    try {
+      const delayMs = DELAY_RESOLUTION_MS + policy.delayBefore(redeliveries + 1);
+      await scheduler.checkpointRedelivery(delivery, redeliveries, delayMs);
+    } catch (error) {
+      logger.error(
+        `${delivery.consumer.name}: could not count a redelivery of ${delivery.raw.properties.messageId ?? 'a message'} (${errorMessage(error)}); returning it to the queue`,
+      );
+      await sleep(REQUEUE_PAUSE_MS);
+      delivery.nack(true);
+      return;
+    }
+    delivery.ack();
+  };
+}
+
+/** The deliveries without an outcome so far, from the `rm-redeliveries` header (0 when absent). */
+export function readRedeliveries(message: ConsumeMessage): number {
+  const raw = (message.properties.headers ?? {})[HEADERS.redeliveries] as unknown;
+  if (raw === undefined || raw === null) return 0;
+  const value = typeof raw === 'number' ? raw : Number(Buffer.isBuffer(raw) ? raw.toString('utf8') : raw);
+  if (!Number.isInteger(value) || value < 0 || value > MAX_REDELIVERIES_HEADER) {
+    throw new InvalidMessageError(
+      'invalid-header',
+      `'${HEADERS.redeliveries}' must be an integer from 0 to ${MAX_REDELIVERIES_HEADER}`,
+    );
+  }
+  return value;
+}

@@ -1,0 +1,82 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
+import { Client } from 'pg';
+import { ChildApp } from './support/child-app';
+import { DEFAULT_DATABASE_URL } from './support/test-database';
+
+/** The compiled demo (`npm run demo`); ORDER_SERVICE_DIST names another build output than dist/. */
+const DEMO = `${process.env.ORDER_SERVICE_DIST ?? 'dist'}/apps/order-service/src/demo/demo.js`;
+
+/** The run's namespace and database, from the demo's opening lines. */
+function environmentOf(demo: ChildApp): { namespace: string; database: string } {
+  const namespace = /namespace (demo-[0-9a-f]+)/.exec(demo.stdout.join('\n'))?.[1];
+  const database = /database\s+(order_demo_[0-9a-f]+)/.exec(demo.stdout.join('\n'))?.[1];
+  if (!namespace || !database) throw new Error(`no namespace or database in:\n${demo.stdout.join('\n')}`);
+  return { namespace, database };
+}
+
+async function databaseExists(name: string): Promise<boolean> {
+  const url = new URL(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL);
+  url.pathname = '/postgres';
+  const client = new Client({ connectionString: url.toString() });
+  await client.connect();
+  try {
+    return (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount === 1;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Queues and exchanges the broker still has under `namespace` (needs the broker on this machine). */
+function brokerObjectsUnder(namespace: string): string[] {
+  return ['list_queues', 'list_exchanges'].flatMap((command) =>
+    execFileSync('rabbitmqctl', ['-q', command, '--no-table-headers', 'name'])
+      .toString()
+      .split('\n')
+      .filter((name) => name.startsWith(`${namespace}.`)),
+  );
+}
+
+describe('the demo (npm run demo)', () => {
+  afterAll(async () => {
+    await ChildApp.killAll();
+  });
+
+  it('settles every order, dead-letters every malformed message with its reason, exits 0 and leaves nothing behind', async () => {
+    const demo = ChildApp.start(DEMO, { args: ['--orders', '40', '--timeout', '30'] });
+
+    const exit = await demo.waitForExit(60_000);
+
+    expect({ exit, output: demo.lines.slice(-20) }).toMatchObject({ exit: { code: 0 } });
+    expect(demo.stdout).toContain(
+      'OK: all 40 orders were paid, shipped and sent a receipt, and the 6 bad message(s) were dead-lettered with the expected reasons.',
+    );
+    for (const reason of [
+      'malformed-json',
+      'invalid-utf8',
+      'forbidden-key',
+      'validation-failed',
+      'unsupported-schema-version',
+      'missing-header',
+    ]) {
+      expect(
+        demo.stdout.some((line) => line.includes('payment.order-placed.dlq') && line.includes(reason)),
+      ).toBe(true);
+    }
+    const { namespace, database } = environmentOf(demo);
+    expect(await databaseExists(database)).toBe(false);
+    expect(brokerObjectsUnder(namespace)).toEqual([]);
+  });
+
+  it('exits 1 within its timeout, saying what is missing, when the orders cannot settle in time', async () => {
+    const demo = ChildApp.start(DEMO, { args: ['--orders', '5000', '--timeout', '2'] });
+
+    const exit = await demo.waitForExit(30_000);
+
+    expect(exit).toEqual({ code: 1, signal: null });
+    expect(demo.stdout).toContain('  - not settled within the 2 s timeout');
+    const { namespace, database } = environmentOf(demo);
+    expect(await databaseExists(database)).toBe(false);
+    expect(brokerObjectsUnder(namespace)).toEqual([]);
+  });
+});

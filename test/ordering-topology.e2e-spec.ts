@@ -1,0 +1,145 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import { IsInt, IsOptional, IsString } from 'class-validator';
+import { ConfigurationError, Consume, MessageType, type MessageContext } from '@app/reliable-messaging';
+import { MessagingTestApp, queueCounts, uniqueQueue } from './support/messaging-app';
+import { TestBroker } from './support/test-broker';
+import { waitFor } from './support/wait-for';
+
+@MessageType({
+  type: 'shipment.moved',
+  idempotencyKey: (m: ShipmentMoved) => `moved:${m.shipment ?? 'none'}:${m.seq}`,
+  orderingKey: (m: ShipmentMoved) => m.shipment as string,
+})
+class ShipmentMoved {
+  @IsOptional() @IsString() shipment?: string;
+  @IsInt() seq!: number;
+}
+
+const KEYED = uniqueQueue('tracking');
+const SINGLE = uniqueQueue('audit');
+const PARTITIONS = 4;
+
+@Injectable()
+class TrackingHandler {
+  readonly seen: Array<{ shipment?: string; seq: number; queue: string }> = [];
+
+  @Consume({ queue: KEYED, ordering: { by: 'key', partitions: PARTITIONS }, concurrency: 5 })
+  async onMoved(event: ShipmentMoved, ctx: MessageContext): Promise<void> {
+    this.seen.push({ shipment: event.shipment, seq: event.seq, queue: ctx.queue });
+  }
+
+  partitionsOf(shipment: string | undefined): Set<string> {
+    return new Set(this.seen.filter((s) => s.shipment === shipment).map((s) => s.queue));
+  }
+}
+
+@Injectable()
+class AuditHandler {
+  readonly seen: number[] = [];
+
+  @Consume({ queue: SINGLE, ordering: 'queue', messageTypes: ['shipment.moved'] })
+  async onMoved(event: ShipmentMoved): Promise<void> {
+    this.seen.push(event.seq);
+  }
+}
+
+const SHIPMENTS = Array.from({ length: 12 }, (_, i) => `shipment-${i}`);
+const moved = (shipment: string | undefined, seq: number): ShipmentMoved =>
+  Object.assign(new ShipmentMoved(), { shipment, seq });
+
+/**
+ * What the ordering options declare on the broker, checked through what the broker does with it: a key-ordered
+ * consumer's consistent-hash exchange keeps each key on one partition (also after the app restarts), spreads
+ * messages without a key of their own, and refuses a lower partition count; an ordering 'queue' consumer's
+ * queue delivers to one replica only.
+ */
+describe('ordering: the topology behind ordering options', () => {
+  let broker: TestBroker;
+  let first: MessagingTestApp;
+
+  async function publishAll(app: MessagingTestApp, from: number): Promise<void> {
+    for (const shipment of SHIPMENTS) await app.publisher.publish(moved(shipment, from));
+  }
+
+  beforeAll(async () => {
+    broker = await TestBroker.connect();
+    first = await MessagingTestApp.start(broker, { providers: [TrackingHandler, AuditHandler] });
+  });
+
+  afterAll(async () => {
+    await first?.close();
+    await broker?.deleteByPrefix();
+    await broker?.close();
+  });
+
+  it('says at startup that an ordered consumer ignores the concurrency it asked for', () => {
+    expect(
+      first.logger.find('warn', /TrackingHandler\.onMoved: ordering by key .* concurrency 5 is ignored/),
+    ).toHaveLength(1);
+  });
+
+  it('routes every message of a key to one partition, and keys to several partitions', async () => {
+    const tracking = first.get(TrackingHandler);
+    await publishAll(first, 1);
+    await publishAll(first, 2);
+    await waitFor('24 messages handled', () => tracking.seen.length === 24);
+
+    for (const shipment of SHIPMENTS) expect(tracking.partitionsOf(shipment).size).toBe(1);
+    expect(new Set(tracking.seen.map((s) => s.queue)).size).toBeGreaterThan(1);
+    for (const seen of tracking.seen) expect(seen.queue).toMatch(new RegExp(`^${KEYED}\\.p00[0-3]$`));
+  });
+
+  it('spreads messages without an ordering key over the partitions by their message id', async () => {
+    const tracking = first.get(TrackingHandler);
+    const before = tracking.seen.length;
+    for (let seq = 1; seq <= 24; seq++) await first.publisher.publish(moved(undefined, seq));
+    await waitFor('24 keyless messages handled', () => tracking.seen.length === before + 24);
+
+    expect(tracking.partitionsOf(undefined).size).toBeGreaterThan(1);
+  });
+
+  it("delivers an ordering 'queue' consumer's messages to one replica only", async () => {
+    const second = await MessagingTestApp.start(broker, { providers: [TrackingHandler, AuditHandler] });
+    try {
+      // NOTE: a quorum queue reports its consumer count with a lag.
+      await waitFor('both replicas subscribed', async () => (await queueCounts(SINGLE)).consumers === 2);
+      const [one, two] = [first.get(AuditHandler), second.get(AuditHandler)];
+      const before = one.seen.length + two.seen.length;
+      await publishAll(second, 3);
+      await waitFor('12 more audit messages', () => one.seen.length + two.seen.length === before + 12);
+
+      expect(two.seen).toEqual([]);
+      expect(one.seen.slice(-12)).toEqual(Array(12).fill(3));
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('keeps each key on its partition when the app starts again', async () => {
+    const before = new Map(SHIPMENTS.map((s) => [s, [...first.get(TrackingHandler).partitionsOf(s)][0]]));
+    await first.close();
+    first = await MessagingTestApp.start(broker, { providers: [TrackingHandler, AuditHandler] });
+    const tracking = first.get(TrackingHandler);
+    await publishAll(first, 4);
+    await waitFor('12 messages handled after the restart', () => tracking.seen.length === 12);
+
+    for (const shipment of SHIPMENTS)
+      expect([...tracking.partitionsOf(shipment)]).toEqual([before.get(shipment)]);
+  });
+
+  it('refuses to start with fewer partitions than the broker has, naming the partition left over', async () => {
+    @Injectable()
+    class FewerPartitions {
+      @Consume({ queue: KEYED, ordering: { by: 'key', partitions: 2 } })
+      async onMoved(_event: ShipmentMoved): Promise<void> {}
+    }
+
+    const { error } = await MessagingTestApp.startFailing(broker, { providers: [FewerPartitions] });
+
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as Error).message).toContain(
+      `declares 2 partitions of '${KEYED}', but the broker has more ('${KEYED}.p002' exists)`,
+    );
+  });
+});

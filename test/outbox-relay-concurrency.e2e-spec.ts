@@ -1,0 +1,112 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { OutboxMonitor } from '@app/reliable-messaging';
+import { ChildApp } from './support/child-app';
+import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
+import { MessagingTestApp } from './support/messaging-app';
+import { TestBroker } from './support/test-broker';
+import { waitFor } from './support/wait-for';
+
+/** The compiled fixture; `RM_TEST_DIST` points at another build output than `dist` (a private build). */
+const FIXTURE = `${process.env.RM_TEST_DIST ?? 'dist'}/test/fixtures/outbox-app.js`;
+
+const ROWS = 10_000;
+const KEYS = 40;
+/** Every fifth row has no ordering key; the rest cycle through KEYS keys. */
+const keyOf = (n: number): string | undefined => (n % 5 === 0 ? undefined : `account-${n % KEYS}`);
+
+/**
+ * Three relay processes share one outbox of 10,000 rows: 8,000 spread over 40 ordering keys and 2,000 without
+ * one, written while the relays run. Every row must be published exactly once, by exactly one relay, and each
+ * key's messages must reach the queue in the order they were written.
+ */
+describe('outbox: three relays at once', () => {
+  let db: MessagingDatabase;
+  let broker: TestBroker;
+  let writer: MessagingTestApp;
+  let exchange: string;
+  let audit: string;
+
+  beforeAll(async () => {
+    db = await createMessagingDatabase();
+    broker = await TestBroker.connect();
+    exchange = broker.name('events');
+    audit = broker.name('audit');
+    broker.track(`${exchange}.dead-letter`);
+    const channel = await broker.openChannel();
+    await channel.assertExchange(exchange, 'topic', { durable: true });
+    await channel.assertQueue(audit, { durable: false });
+    await channel.bindQueue(audit, exchange, '#');
+    writer = await MessagingTestApp.start(broker, {
+      options: { exchange, dataSource: db.dataSource, outbox: { relay: false } },
+    });
+  });
+
+  afterAll(async () => {
+    await ChildApp.killAll();
+    await writer?.close();
+    await broker?.deleteByPrefix();
+    await broker?.close();
+    await db?.drop();
+  });
+
+  it('publishes every row once, none claimed by two relays, each key in order', async () => {
+    const relays = [1, 2, 3].map((n) =>
+      ChildApp.start(FIXTURE, {
+        env: {
+          FIXTURE_ROLE: 'relay',
+          FIXTURE_LOG_PUBLISHED: '1',
+          DATABASE_URL: db.database.url,
+          AMQP_URL: broker.url,
+          FIXTURE_EXCHANGE: exchange,
+          FIXTURE_CONNECTION_NAME: `${broker.prefix}.relay-${n}`,
+        },
+      }),
+    );
+    await Promise.all(relays.map((relay) => relay.waitForLine(/^fixture ready role=relay$/)));
+
+    for (let start = 1; start <= ROWS; start += 500) {
+      await db.dataSource.transaction(async (manager) => {
+        for (let n = start; n < start + 500; n++) {
+          const key = keyOf(n);
+          await writer.publisher.publish(
+            { type: 'ledger.entry', payload: { n, key: key ?? null } },
+            { manager, idempotencyKey: `entry-${n}`, orderingKey: key },
+          );
+        }
+      });
+    }
+    const monitor = writer.get(OutboxMonitor);
+    await waitFor('the outbox to drain', async () => (await monitor.backlog()).pending === 0, {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+    });
+    const messages = await broker.waitForMessages(audit, ROWS, 30_000);
+    await Promise.all(relays.map((relay) => relay.stop('SIGTERM')));
+
+    const entries = messages.map(
+      (message) => JSON.parse(message.content.toString()) as { n: number; key: string | null },
+    );
+    expect(messages).toHaveLength(ROWS);
+    expect(new Set(messages.map((message) => message.properties.messageId)).size).toBe(ROWS);
+    expect(new Set(entries.map((entry) => entry.n)).size).toBe(ROWS);
+
+    const lastSeen = new Map<string, number>();
+    const outOfOrder: string[] = [];
+    for (const { n, key } of entries) {
+      if (key === null) continue;
+      if ((lastSeen.get(key) ?? 0) > n) outOfOrder.push(`${key}: ${n} after ${lastSeen.get(key)}`);
+      lastSeen.set(key, n);
+    }
+    expect(outOfOrder).toEqual([]);
+
+    const publishedBy = relays.map((relay) =>
+      relay.stdout
+        .filter((line) => line.startsWith('fixture: published '))
+        .flatMap((line) => line.slice('fixture: published '.length).split(',').map(Number)),
+    );
+    const all = publishedBy.flat();
+    expect(all).toHaveLength(ROWS);
+    expect(new Set(all).size).toBe(ROWS);
+    for (const ids of publishedBy) expect(ids.length).toBeGreaterThan(0);
+  }, 120_000);
+});

@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { DataSource, type QueryRunner } from 'typeorm';
+import { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from '@app/reliable-messaging';
+import { OutboxStore } from '@app/reliable-messaging/outbox/outbox-store.service';
+import type { ResolvedMessagingOptions } from '@app/reliable-messaging/reliable-messaging.options';
+import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
+import { createTestDatabase } from './support/test-database';
+import { MessagingTestApp } from './support/messaging-app';
+import { TestBroker } from './support/test-broker';
+
+describe('outbox and inbox schema', () => {
+  let db: MessagingDatabase;
+
+  beforeAll(async () => {
+    db = await createMessagingDatabase();
+  });
+
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('migrates the outbox and inbox to exactly what their entities describe', async () => {
+    const pending = await db.dataSource.driver.createSchemaBuilder().log();
+
+    expect(
+      pending.upQueries.map((query) => query.query).filter((sql) => /rm_outbox|rm_inbox/.test(sql)),
+    ).toEqual([]);
+  });
+
+  it('claims by walking the pending index in id order, never sorting every pending row, with or without statistics', async () => {
+    await db.dataSource.query(
+      `INSERT INTO rm_outbox (message_id, exchange, routing_key, properties, body, ordering_key) ` +
+        `SELECT gen_random_uuid(), 'events', 'plan.check', '{}', '\\x7b7d', CASE WHEN n % 3 = 0 THEN NULL ELSE 'key-' || (n % 50) END ` +
+        `FROM generate_series(1, 5000) n`,
+    );
+    await db.dataSource.query(
+      `UPDATE rm_outbox SET status = 'published', published_at = now() WHERE id % 4 = 0`,
+    );
+    const plans: string[] = [];
+    const store = new OutboxStore({ dataSource: db.dataSource } as ResolvedMessagingOptions);
+    /** Runs the claim's statements in a transaction of their own, EXPLAINing the SELECT instead of running it. */
+    const explainClaim = async (): Promise<void> => {
+      const runner = db.dataSource.createQueryRunner();
+      await runner.startTransaction();
+      const explaining = {
+        query: async (sql: string, parameters?: unknown[]) => {
+          if (!sql.startsWith('WITH')) return runner.query(sql, parameters);
+          const rows = (await runner.query(`EXPLAIN ${sql}`, parameters)) as Array<{ 'QUERY PLAN': string }>;
+          plans.push(rows.map((row) => row['QUERY PLAN']).join('\n'));
+          return [];
+        },
+      } as unknown as QueryRunner;
+      try {
+        await store.claim(explaining, 200);
+      } finally {
+        await runner.rollbackTransaction();
+        await runner.release();
+      }
+    };
+
+    await explainClaim();
+    await db.dataSource.query('ANALYZE rm_outbox');
+    await explainClaim();
+
+    expect(plans).toHaveLength(2);
+    for (const plan of plans) {
+      expect(plan).toMatch(
+        /Limit[\s\S]*LockRows[\s\S]*Index Scan using rm_outbox_pending_idx on rm_outbox o/,
+      );
+      expect(plan).not.toMatch(/Sort/);
+    }
+  });
+
+  it('reverts its migrations', async () => {
+    const other = await createMessagingDatabase();
+    try {
+      for (const _ of RELIABLE_MESSAGING_MIGRATIONS) await other.dataSource.undoLastMigration();
+      expect(
+        await other.dataSource.query(`SELECT to_regclass('rm_outbox') AS o, to_regclass('rm_inbox') AS i`),
+      ).toEqual([{ o: null, i: null }]);
+    } finally {
+      await other.drop();
+    }
+  });
+});
+
+describe('startup without the tables', () => {
+  it('fails with a message naming the migrations to add', async () => {
+    const database = await createTestDatabase();
+    const dataSource = new DataSource({
+      type: 'postgres',
+      url: database.url,
+      entities: [...RELIABLE_MESSAGING_ENTITIES],
+    });
+    await dataSource.initialize();
+    const broker = await TestBroker.connect();
+    try {
+      const { error } = await MessagingTestApp.startFailing(broker, { options: { dataSource } });
+
+      expect(String(error)).toMatch(
+        /table\(s\) rm_outbox, rm_inbox missing from the database; add RELIABLE_MESSAGING_MIGRATIONS to the DataSource migrations with migrationsRun: true/,
+      );
+    } finally {
+      await dataSource.destroy();
+      await broker.deleteByPrefix();
+      await broker.close();
+      await database.drop();
+    }
+  });
+});

@@ -1,0 +1,209 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { IsString } from 'class-validator';
+import type { GetMessage } from 'amqplib';
+import { HEADERS, MessagePublisher, MessageType, NoTransactionError } from '@app/reliable-messaging';
+import { createMessagingDatabase, outboxRows, type MessagingDatabase } from './support/messaging-database';
+import { MessagingTestApp } from './support/messaging-app';
+import { TestBroker } from './support/test-broker';
+import { waitFor } from './support/wait-for';
+
+@MessageType({ type: 'shop.order-placed', idempotencyKey: (m: OrderPlaced) => `order-placed:${m.orderId}` })
+class OrderPlaced {
+  @IsString() orderId!: string;
+}
+
+const placed = (orderId: string): OrderPlaced => Object.assign(new OrderPlaced(), { orderId });
+const orderIdOf = (message: GetMessage): string =>
+  (JSON.parse(message.content.toString()) as OrderPlaced).orderId;
+
+/**
+ * The outbox on the real PostgreSQL and RabbitMQ, with the relay in-process: a message commits or rolls back
+ * with the transaction that published it. The relay's fallback poll is set to a minute, so every message seen
+ * here was relayed because its commit woke the relay.
+ */
+describe('outbox: a message commits or rolls back with its transaction', () => {
+  let db: MessagingDatabase;
+  let broker: TestBroker;
+  let app: MessagingTestApp;
+  let publisher: MessagePublisher;
+  let audit: string;
+  const received: GetMessage[] = [];
+
+  /** Takes what reached the audit queue so far into `received`; resolves with the order ids seen. */
+  async function drain(): Promise<string[]> {
+    received.push(...(await broker.getAll(audit)));
+    return received.map(orderIdOf);
+  }
+
+  async function waitForOrders(...orderIds: string[]): Promise<void> {
+    await waitFor(
+      () => `orders ${orderIds.join(', ')} on the audit queue (saw ${received.map(orderIdOf).join(', ')})`,
+      async () => {
+        const seen = await drain();
+        return orderIds.every((id) => seen.includes(id));
+      },
+      { timeoutMs: 10_000, intervalMs: 20 },
+    );
+  }
+
+  beforeAll(async () => {
+    db = await createMessagingDatabase(['CREATE TABLE orders (id text PRIMARY KEY)']);
+    broker = await TestBroker.connect();
+    const exchange = broker.name('events');
+    audit = broker.name('audit');
+    const channel = await broker.openChannel();
+    await channel.assertExchange(exchange, 'topic', { durable: true });
+    await channel.assertQueue(audit, { durable: false });
+    await channel.bindQueue(audit, exchange, '#');
+    app = await MessagingTestApp.start(broker, {
+      options: { exchange, dataSource: db.dataSource, outbox: { pollIntervalMs: 60_000 } },
+    });
+    publisher = app.publisher;
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await broker?.deleteByPrefix();
+    await broker?.close();
+    await db?.drop();
+  });
+
+  it('publishes the message of a committed transaction and never the one of a rolled-back transaction', async () => {
+    await db.dataSource.transaction(async (manager) => {
+      await manager.query(`INSERT INTO orders (id) VALUES ('committed')`);
+      await publisher.publish(placed('committed'), { manager });
+    });
+    await expect(
+      db.dataSource.transaction(async (manager) => {
+        await manager.query(`INSERT INTO orders (id) VALUES ('rolled-back')`);
+        await publisher.publish(placed('rolled-back'), { manager });
+        throw new Error('the business rule fails after the publish');
+      }),
+    ).rejects.toThrow('the business rule fails after the publish');
+    await db.dataSource.transaction((manager) => publisher.publish(placed('committed-later'), { manager }));
+
+    await waitForOrders('committed', 'committed-later');
+
+    expect(received.map(orderIdOf)).toEqual(['committed', 'committed-later']);
+    expect((await outboxRows(db.dataSource)).map((row) => [row.body, row.status])).toEqual([
+      ['{"orderId":"committed"}', 'published'],
+      ['{"orderId":"committed-later"}', 'published'],
+    ]);
+    expect(await db.dataSource.query('SELECT id FROM orders ORDER BY id')).toEqual([{ id: 'committed' }]);
+  });
+
+  it('relays the message exactly as the envelope was built: ids, type and headers', async () => {
+    const receipt = await db.dataSource.transaction((manager) =>
+      publisher.publish(placed('envelope'), {
+        manager,
+        correlationId: 'flow-7',
+        headers: { tenant: 'acme' },
+      }),
+    );
+    await waitForOrders('envelope');
+
+    const message = received.find((m) => orderIdOf(m) === 'envelope') as GetMessage;
+    expect(message.properties).toMatchObject({
+      messageId: receipt.messageId,
+      type: 'shop.order-placed',
+      correlationId: 'flow-7',
+      contentType: 'application/json',
+      deliveryMode: 2,
+    });
+    expect(message.properties.headers).toMatchObject({
+      tenant: 'acme',
+      [HEADERS.idempotencyKey]: 'order-placed:envelope',
+      [HEADERS.schemaVersion]: '1.0',
+    });
+    expect(message.fields.routingKey).toBe('shop.order-placed');
+  });
+
+  it('refuses publish() outside any transaction, naming publishNow(), and writes nothing', async () => {
+    const before = (await outboxRows(db.dataSource)).length;
+
+    await expect(publisher.publish(placed('no-transaction'))).rejects.toThrow(NoTransactionError);
+    await expect(publisher.publish(placed('no-transaction'))).rejects.toThrow(/publishNow\(\)/);
+    await expect(
+      publisher.publish(placed('plain-manager'), { manager: db.dataSource.manager }),
+    ).rejects.toThrow(/the EntityManager passed as \{ manager \} is not inside a transaction/);
+
+    expect(await outboxRows(db.dataSource)).toHaveLength(before);
+  });
+
+  it('still publishes a row whose transaction commits after later rows were already published', async () => {
+    const late = db.dataSource.createQueryRunner();
+    await late.startTransaction();
+    await publisher.publish(placed('late'), { manager: late.manager });
+    await db.dataSource.transaction((manager) => publisher.publish(placed('early'), { manager }));
+    await waitForOrders('early');
+    expect(received.map(orderIdOf)).not.toContain('late');
+
+    await late.commitTransaction();
+    await late.release();
+    await waitForOrders('late');
+
+    const rows = await outboxRows(db.dataSource);
+    const lateRow = rows.find((row) => row.body.includes('"late"'));
+    const earlyRow = rows.find((row) => row.body.includes('"early"'));
+    expect(lateRow?.id).toBeLessThan(earlyRow?.id as number);
+    expect([lateRow?.status, earlyRow?.status]).toEqual(['published', 'published']);
+  });
+
+  it('publishes at once with publishNow(), writing no outbox row', async () => {
+    const before = (await outboxRows(db.dataSource)).length;
+
+    await publisher.publishNow(placed('now'));
+    await waitForOrders('now');
+
+    expect(await outboxRows(db.dataSource)).toHaveLength(before);
+  });
+});
+
+describe('outbox: a relay in another app', () => {
+  let db: MessagingDatabase;
+  let broker: TestBroker;
+  let writer: MessagingTestApp;
+  let relay: MessagingTestApp;
+  let audit: string;
+
+  beforeAll(async () => {
+    db = await createMessagingDatabase();
+    broker = await TestBroker.connect();
+    const exchange = broker.name('events');
+    audit = broker.name('audit');
+    const channel = await broker.openChannel();
+    await channel.assertExchange(exchange, 'topic', { durable: true });
+    await channel.assertQueue(audit, { durable: false });
+    await channel.bindQueue(audit, exchange, '#');
+    writer = await MessagingTestApp.start(broker, {
+      options: { exchange, dataSource: db.dataSource, outbox: { relay: false } },
+    });
+    relay = await MessagingTestApp.start(broker, {
+      options: {
+        exchange,
+        dataSource: await db.connect(),
+        consumersEnabled: false,
+        outbox: { pollIntervalMs: 60_000 },
+      },
+    });
+  });
+
+  afterAll(async () => {
+    await relay?.close();
+    await writer?.close();
+    await broker?.deleteByPrefix();
+    await broker?.close();
+    await db?.drop();
+  });
+
+  it("is woken by the NOTIFY the writer sends after its commit, long before the relay's next poll", async () => {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const started = Date.now();
+    await db.dataSource.transaction((manager) => writer.publisher.publish(placed('remote'), { manager }));
+
+    const [message] = await broker.waitForMessages(audit, 1, 5_000);
+
+    expect(orderIdOf(message)).toBe('remote');
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+});

@@ -1,0 +1,196 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import { IsInt } from 'class-validator';
+import {
+  Consume,
+  MessageType,
+  PublishError,
+  PublishTimeoutError,
+  type MessageContext,
+} from '@app/reliable-messaging';
+import { closeConnectionsNamed, MessagingTestApp, uniqueQueue } from './support/messaging-app';
+import { TestBroker } from './support/test-broker';
+import { sleep, waitFor } from './support/wait-for';
+
+@MessageType({ type: 'ledger.entry-posted', idempotencyKey: (m: EntryPosted) => `entry:${m.n}` })
+class EntryPosted {
+  @IsInt() n!: number;
+}
+
+const QUEUE = uniqueQueue('ledger');
+const CONFIRM_TIMEOUT_MS = 30_000;
+
+/** Records every delivery; the set of distinct entries is what was applied, the rest are redeliveries. */
+@Injectable()
+class LedgerHandler {
+  readonly deliveries: number[] = [];
+  readonly applied = new Set<number>();
+
+  @Consume({ queue: QUEUE, concurrency: 20 })
+  async onEntryPosted(event: EntryPosted, _ctx: MessageContext): Promise<void> {
+    this.deliveries.push(event.n);
+    await sleep(2);
+    this.applied.add(event.n);
+  }
+}
+
+/** How one message's publishing went: attempts until the broker confirmed, the errors, the slowest attempt. */
+interface PublishOutcome {
+  attempts: number;
+  errors: unknown[];
+  slowestAttemptMs: number;
+}
+
+/**
+ * Publishes entries 0..count-1 with `window` publishes awaiting their confirm at once, retrying each failed
+ * publish (as an outbox relay would) until the broker confirms it. Publishing keeps at most `backlog` entries
+ * ahead of the consumer, so it goes on for as long as consuming does and spans every drop.
+ */
+async function publishAll(
+  app: MessagingTestApp,
+  ledger: LedgerHandler,
+  count: number,
+  window: number,
+  backlog: number,
+): Promise<PublishOutcome[]> {
+  const outcomes: PublishOutcome[] = [];
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < count) {
+      const n = next++;
+      while (n - ledger.applied.size > backlog) await sleep(2);
+      const outcome: PublishOutcome = { attempts: 0, errors: [], slowestAttemptMs: 0 };
+      outcomes[n] = outcome;
+      for (;;) {
+        outcome.attempts++;
+        const started = Date.now();
+        try {
+          await app.publisher.publish(Object.assign(new EntryPosted(), { n }));
+          break;
+        } catch (error) {
+          outcome.errors.push(error);
+          if (outcome.attempts > 200) throw error;
+          await sleep(25);
+        } finally {
+          outcome.slowestAttemptMs = Math.max(outcome.slowestAttemptMs, Date.now() - started);
+        }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: window }, worker));
+  return outcomes;
+}
+
+describe('the broker closes the connection while the app publishes and consumes', () => {
+  let broker: TestBroker;
+  let app: MessagingTestApp;
+  let ledger: LedgerHandler;
+
+  beforeAll(async () => {
+    broker = await TestBroker.connect();
+    app = await MessagingTestApp.start(broker, {
+      providers: [LedgerHandler],
+      options: {
+        publishConfirmTimeoutMs: CONFIRM_TIMEOUT_MS,
+        reconnect: { initialDelayMs: 50, maxDelayMs: 500 },
+      },
+    });
+    ledger = app.get(LedgerHandler);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await broker.deleteByPrefix();
+    await broker.close();
+  });
+
+  it('reconnects, resubscribes and loses nothing while publishing and consuming through two drops', async () => {
+    const count = 4000;
+    const publishing = publishAll(app, ledger, count, 50, 200);
+
+    for (const [drop, appliedBefore] of [
+      [1, 800],
+      [2, 1600],
+    ]) {
+      await waitFor(`${appliedBefore} entries to be applied`, () => ledger.applied.size >= appliedBefore, {
+        timeoutMs: 30_000,
+      });
+      expect(ledger.applied.size).toBeLessThan(count);
+      expect(await closeConnectionsNamed(app.connectionName)).toBe(1);
+      await waitFor(
+        `reconnection ${drop}`,
+        () => app.logger.find('log', /^connected to /).length === drop + 1,
+        {
+          timeoutMs: 10_000,
+        },
+      );
+    }
+    const outcomes = await publishing;
+
+    await waitFor(
+      () => `every entry to be applied (applied ${ledger.applied.size})`,
+      () => ledger.applied.size === count,
+      {
+        timeoutMs: 30_000,
+      },
+    );
+    const missing = Array.from({ length: count }, (_, n) => n).filter((n) => !ledger.applied.has(n));
+    expect(missing).toEqual([]);
+
+    // Publishes that failed with a drop were retried; none waited for the confirm timeout.
+    const errors = outcomes.flatMap((outcome) => outcome.errors);
+    expect(errors.filter((error) => !(error instanceof PublishError))).toEqual([]);
+    expect(errors.filter((error) => error instanceof PublishTimeoutError)).toEqual([]);
+    expect(Math.max(...outcomes.map((outcome) => outcome.slowestAttemptMs))).toBeLessThan(5_000);
+
+    expect(app.logger.find('warn', /lost; reconnecting/)).toHaveLength(2);
+    expect(app.logger.find('log', /^connected to amqp:\/\/127\.0\.0\.1:5672$/)).toHaveLength(3);
+    await waitFor('the queue to drain', async () => {
+      const { messageCount, consumerCount } = await (await broker.openChannel()).checkQueue(QUEUE);
+      return messageCount === 0 && consumerCount === 1;
+    });
+    // Redeliveries of messages whose acknowledgement died with the connection are expected (at-least-once).
+    expect(ledger.deliveries.length).toBeGreaterThanOrEqual(count);
+  });
+
+  it('rejects the confirms pending when the connection drops at once, not after the confirm timeout', async () => {
+    const failures: Array<{ error: unknown; ms: number }> = [];
+    let stop = false;
+    let n = 100_000;
+    const publishUntilStopped = async (): Promise<void> => {
+      while (!stop) {
+        const started = Date.now();
+        try {
+          await app.publisher.publishNow(Object.assign(new EntryPosted(), { n: n++ }));
+        } catch (error) {
+          failures.push({ error, ms: Date.now() - started });
+          await sleep(10);
+        }
+      }
+    };
+    // Fifty publishes always awaiting their confirm, so some are pending whenever the drop comes.
+    const publishing = Promise.all(Array.from({ length: 50 }, publishUntilStopped));
+    await sleep(200);
+    const connections = app.logger.find('log', /^connected to /).length;
+
+    expect(await closeConnectionsNamed(app.connectionName)).toBe(1);
+    await waitFor('the reconnection', () => app.logger.find('log', /^connected to /).length > connections);
+    await sleep(200);
+    stop = true;
+    await publishing;
+
+    const dropped = failures.filter(({ error }) =>
+      /^publish of message \S+ failed/.test((error as Error).message),
+    );
+    expect(dropped.length).toBeGreaterThan(0);
+    expect(failures.filter(({ error }) => !(error instanceof PublishError))).toEqual([]);
+    expect(failures.filter(({ error }) => error instanceof PublishTimeoutError)).toEqual([]);
+    expect(Math.max(...failures.map(({ ms }) => ms))).toBeLessThan(2_000);
+  });
+
+  it('keeps consuming after the drops: a message published now is handled', async () => {
+    await app.publisher.publish(Object.assign(new EntryPosted(), { n: -1 }));
+
+    await waitFor('the new entry', () => ledger.applied.has(-1));
+  });
+});
