@@ -28,7 +28,7 @@ import {
 
 /** Business transactions per write-cost run: `BENCH_TRANSACTIONS`, else a quarter of BENCH_MESSAGES. */
 const TRANSACTIONS = Number(process.env.BENCH_TRANSACTIONS ?? Math.max(1000, Math.floor(MESSAGES / 4)));
-/** Transactions in flight at once in the write-cost runs, as concurrent requests of an app. */
+/** Transactions in flight at once in the write-cost throughput runs, as concurrent requests of an app. */
 const CONCURRENT_TRANSACTIONS = 8;
 /** The relay's batch size, and the raw baseline's publish window. */
 const BATCH = 200;
@@ -109,21 +109,23 @@ async function writeCost(db: BenchDatabase, prefix: string): Promise<Comparison[
     const publisher = app.get(MessagePublisher);
     const reset = (): Promise<unknown> => dataSource.query('TRUNCATE orders, order_items, rm_outbox');
     const comparisons: Comparison[] = [];
-    for (const [scenario, business] of [
-      ['order with 3 lines and a customer update (6 statements)', placeOrder],
-      ['single-row insert (the worst case)', insertOrder],
+    for (const [scenario, business, clients] of [
+      ['order with 3 lines and a customer update (6 statements)', placeOrder, 1],
+      ['order with 3 lines and a customer update (6 statements)', placeOrder, CONCURRENT_TRANSACTIONS],
+      ['single-row insert (the worst case)', insertOrder, CONCURRENT_TRANSACTIONS],
     ] as const) {
+      const count = clients === 1 ? Math.ceil(TRANSACTIONS / 4) : TRANSACTIONS;
       const runs = await alternate(
         ROUNDS,
         async () => {
           await reset();
-          return concurrently(TRANSACTIONS, CONCURRENT_TRANSACTIONS, (n) =>
+          return concurrently(count, clients, (n) =>
             dataSource.transaction((manager) => business(manager, n)),
           );
         },
         async () => {
           await reset();
-          return concurrently(TRANSACTIONS, CONCURRENT_TRANSACTIONS, (n) =>
+          return concurrently(count, clients, (n) =>
             dataSource.transaction(async (manager) => {
               await business(manager, n);
               await publisher.publish(benchMessage(n), { manager });
@@ -133,7 +135,10 @@ async function writeCost(db: BenchDatabase, prefix: string): Promise<Comparison[
       );
       comparisons.push({
         suite: 'outbox write',
-        scenario: `${scenario}, ${CONCURRENT_TRANSACTIONS} concurrent, transactions/s without vs with the outbox row`,
+        scenario:
+          clients === 1
+            ? `${scenario}, one at a time (latency), transactions/s without vs with the outbox row`
+            : `${scenario}, ${clients} concurrent (throughput), transactions/s without vs with the outbox row`,
         ...runs,
         target: 1 / 1.15,
       });

@@ -42,14 +42,28 @@ describe('the demo (npm run demo)', () => {
     await ChildApp.killAll();
   });
 
-  it('settles every order, dead-letters every malformed message with its reason, exits 0 and leaves nothing behind', async () => {
+  it('settles every order, dead-letters every malformed message with its reason, holds every scenario, exits 0 and leaves nothing behind', async () => {
     const demo = ChildApp.start(DEMO, { args: ['--orders', '40', '--timeout', '30'] });
 
     const exit = await demo.waitForExit(60_000);
 
     expect({ exit, output: demo.lines.slice(-20) }).toMatchObject({ exit: { code: 0 } });
+    // 40 through the API, and the order the poison message was meant for.
     expect(demo.stdout).toContain(
-      'OK: all 40 orders were paid, shipped and sent a receipt, and the 6 bad message(s) were dead-lettered with the expected reasons.',
+      'OK: all 41 orders were paid, shipped and sent a receipt, and the 6 bad message(s) were dead-lettered with the expected reasons; 3 scenario check(s) held.',
+    );
+    expect(demo.stdout).toContainEqual(
+      expect.stringMatching(
+        /^ {2}duplicates +20 copies of 10 OrderPlaced: 20 skipped by payment's inbox \(rm_messages_deduplicated_total\), 10 applied, 10 OrderPaid in the outbox$/,
+      ),
+    );
+    const transient = demo.stdout.find((line) => line.startsWith('  transient failures'));
+    const [, failed, retried] = /(\d+) receipt attempts failed, (\d+) retried/.exec(transient ?? '') ?? [];
+    expect(Number(failed)).toBeGreaterThan(0);
+    expect(retried).toBe(failed);
+    expect(transient).toMatch(/; 41\/41 receipts sent, 0 in receipt\.order-paid\.dlq$/);
+    expect(demo.stdout).toContain(
+      '  poison message       dead-lettered as attempts-exhausted after 8 attempts (OrderNotFoundError); order id fixed and replayed, audit edit-replay completed; handled once, order shipped, receipt sent',
     );
     for (const reason of [
       'malformed-json',

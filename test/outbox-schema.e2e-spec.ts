@@ -38,10 +38,9 @@ describe('outbox and inbox schema', () => {
     );
     const plans: string[] = [];
     const store = new OutboxStore({ dataSource: db.dataSource } as ResolvedMessagingOptions);
-    /** Runs the claim's statements in a transaction of their own, EXPLAINing the SELECT instead of running it. */
+    /** Opens the claim's transaction as the relay does, then EXPLAINs the claim instead of running it. */
     const explainClaim = async (): Promise<void> => {
       const runner = db.dataSource.createQueryRunner();
-      await runner.startTransaction();
       const explaining = {
         query: async (sql: string, parameters?: unknown[]) => {
           if (!sql.startsWith('WITH')) return runner.query(sql, parameters);
@@ -51,9 +50,10 @@ describe('outbox and inbox schema', () => {
         },
       } as unknown as QueryRunner;
       try {
+        await store.begin(explaining);
         await store.claim(explaining, 200);
       } finally {
-        await runner.rollbackTransaction();
+        await store.rollback(explaining);
         await runner.release();
       }
     };

@@ -46,6 +46,7 @@ import { ObservabilityModule } from './observability/observability.module';
         deadLetterExchange: config.messaging.deadLetterExchange,
         connectionName: 'order-service',
         dataSource,
+        retry: config.retry,
         ...toolModeMessagingOptions(),
       }),
     }),

@@ -4,7 +4,11 @@ import type { Registry } from 'prom-client';
 import { ConfigurationError } from './errors/configuration.error';
 import { assertDeadline } from './flow-control/deadline-limits';
 import { resolveRetryOptions, type ResolvedRetryOptions, type RetryOptions } from './retry/retry.options';
-import { resolveOutboxOptions, type OutboxOptions, type ResolvedOutboxOptions } from './outbox/outbox.options';
+import {
+  resolveOutboxOptions,
+  type OutboxOptions,
+  type ResolvedOutboxOptions,
+} from './outbox/outbox.options';
 import { resolveInboxOptions, type InboxOptions, type ResolvedInboxOptions } from './inbox/inbox.options';
 
 /** The type of a queue this module declares. Quorum queues are replicated and the default. */

@@ -9,6 +9,7 @@ describe('loadAppConfig', () => {
       port: 3000,
       messaging: expect.objectContaining({ exchange: 'events' }),
       receipt: { latencyMs: 20, failureRate: 0 },
+      retry: { maxAttempts: 6, initialDelayMs: 1000, maxDelayMs: 60_000 },
     });
   });
 
@@ -20,6 +21,9 @@ describe('loadAppConfig', () => {
       MESSAGING_NAMESPACE: 'blue',
       RECEIPT_LATENCY_MS: '5',
       RECEIPT_FAILURE_RATE: '0.25',
+      RETRY_MAX_ATTEMPTS: '8',
+      RETRY_INITIAL_DELAY_MS: '100',
+      RETRY_MAX_DELAY_MS: '1000',
     });
 
     expect(config).toEqual({
@@ -28,6 +32,7 @@ describe('loadAppConfig', () => {
       port: 0,
       messaging: expect.objectContaining({ exchange: 'blue.events' }),
       receipt: { latencyMs: 5, failureRate: 0.25 },
+      retry: { maxAttempts: 8, initialDelayMs: 100, maxDelayMs: 1000 },
     });
   });
 
@@ -35,6 +40,7 @@ describe('loadAppConfig', () => {
     ['PORT', 'http', "PORT must be an integer from 0 to 65535; got 'http'"],
     ['PORT', '70000', "PORT must be an integer from 0 to 65535; got '70000'"],
     ['RECEIPT_FAILURE_RATE', '5%', "RECEIPT_FAILURE_RATE must be a number from 0 to 1; got '5%'"],
+    ['RETRY_MAX_ATTEMPTS', '0', "RETRY_MAX_ATTEMPTS must be an integer from 1 to 100; got '0'"],
     ['RECEIPT_LATENCY_MS', '1.5', "RECEIPT_LATENCY_MS must be an integer from 0 to 60000; got '1.5'"],
     [
       'DATABASE_URL',

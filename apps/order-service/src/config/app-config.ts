@@ -17,6 +17,15 @@ export interface AppConfig {
     /** `RECEIPT_FAILURE_RATE`: share of calls failing with a transient error, from 0 to 1. Default: 0. */
     failureRate: number;
   };
+  /** How the consumers retry a failed message (the module's `retry` option). */
+  retry: {
+    /** `RETRY_MAX_ATTEMPTS`: attempts in all, the first included, 1 to 100. Default: 6. */
+    maxAttempts: number;
+    /** `RETRY_INITIAL_DELAY_MS`: ceiling of the first retry's delay, doubled by each later one. Default: 1000. */
+    initialDelayMs: number;
+    /** `RETRY_MAX_DELAY_MS`: cap on any retry's delay ceiling. Default: 60000. */
+    maxDelayMs: number;
+  };
 }
 
 /** Injection token of the {@link AppConfig}. */
@@ -27,6 +36,9 @@ export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 export const DEFAULT_PORT = 3000;
 export const DEFAULT_RECEIPT_LATENCY_MS = 20;
 export const DEFAULT_RECEIPT_FAILURE_RATE = 0;
+export const DEFAULT_RETRY_MAX_ATTEMPTS = 6;
+export const DEFAULT_RETRY_INITIAL_DELAY_MS = 1000;
+export const DEFAULT_RETRY_MAX_DELAY_MS = 60_000;
 
 /** Reads and checks the configuration; a bad value fails with a message naming the variable and what it expects. */
 export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
@@ -51,6 +63,23 @@ export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         min: 0,
         max: 1,
         integer: false,
+      }),
+    },
+    retry: {
+      maxAttempts: readNumber(env, 'RETRY_MAX_ATTEMPTS', DEFAULT_RETRY_MAX_ATTEMPTS, {
+        min: 1,
+        max: 100,
+        integer: true,
+      }),
+      initialDelayMs: readNumber(env, 'RETRY_INITIAL_DELAY_MS', DEFAULT_RETRY_INITIAL_DELAY_MS, {
+        min: 0,
+        max: 86_400_000,
+        integer: true,
+      }),
+      maxDelayMs: readNumber(env, 'RETRY_MAX_DELAY_MS', DEFAULT_RETRY_MAX_DELAY_MS, {
+        min: 0,
+        max: 86_400_000,
+        integer: true,
       }),
     },
   };

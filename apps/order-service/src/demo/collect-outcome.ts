@@ -28,9 +28,14 @@ export async function collectOutcome(
     }
   });
   const checkProblems: string[] = [];
+  const checkSummaries: DemoOutcome['checkSummaries'] = [];
   for (const check of ledger.checks) {
-    const problem = await check.verify();
-    if (problem) checkProblems.push(`${check.name}: ${problem}`);
+    const result = await check.verify().catch((error: unknown) => ({
+      summary: 'could not be checked',
+      problem: error instanceof Error ? error.message : String(error),
+    }));
+    checkSummaries.push({ name: check.name, summary: result.summary });
+    if (result.problem) checkProblems.push(`${check.name}: ${result.problem}`);
   }
   return {
     elapsedMs: Date.now() - startedAt,
@@ -39,5 +44,6 @@ export async function collectOutcome(
     unfinishedOrders,
     deadLetters: await readDeadLetters(model, deadLetterQueues),
     checkProblems,
+    checkSummaries,
   };
 }

@@ -10,10 +10,19 @@ export interface ExpectedDeadLetter {
   description: string;
 }
 
-/** A check a step adds, run once the orders have settled; resolves with a problem, or undefined when all is well. */
+/** What a check found: what it measured, for the summary, and a problem when its scenario did not hold. */
+export interface DemoCheckResult {
+  /** One line for the summary, e.g. `20 copies of 10 OrderPlaced skipped by payment's inbox`. */
+  summary: string;
+  /** Undefined when all is well. */
+  problem?: string;
+}
+
+/** A check a step adds, run once the orders have settled. */
 export interface DemoCheck {
+  /** Short, shown beside its summary line, e.g. `duplicates`. */
   name: string;
-  verify(): Promise<string | undefined>;
+  verify(): Promise<DemoCheckResult>;
 }
 
 /**

@@ -26,6 +26,7 @@ function settledOutcome(): DemoOutcome {
       { queue: DLQ, messageId: 'bad-1', reason: 'malformed-json', errorMessage: 'body is not valid JSON' },
     ],
     checkProblems: [],
+    checkSummaries: [],
     namespace: 'demo-1',
   };
 }
@@ -46,6 +47,19 @@ describe('buildReport', () => {
       '',
       'OK: all 2 orders were paid, shipped and sent a receipt, and the 1 bad message(s) were dead-lettered with the expected reasons.',
     ]);
+  });
+
+  it("prints each scenario check's summary line and counts the checks in the verdict", () => {
+    const outcome = settledOutcome();
+    outcome.checkSummaries.push({ name: 'duplicates', summary: '20 copies skipped' });
+
+    const report = buildReport(outcome);
+
+    expect(report.ok).toBe(true);
+    expect(report.lines).toContain('  duplicates           20 copies skipped');
+    expect(report.lines.at(-1)).toBe(
+      'OK: all 2 orders were paid, shipped and sent a receipt, and the 1 bad message(s) were dead-lettered with the expected reasons; 1 scenario check(s) held.',
+    );
   });
 
   const unexpected: DeadLetterSeen = {

@@ -17,6 +17,8 @@ export interface DemoOutcome {
   deadLetters: DeadLetterSeen[];
   /** Problems reported by the steps' own checks. */
   checkProblems: string[];
+  /** What each of the steps' checks measured, in the order they were added. */
+  checkSummaries: Array<{ name: string; summary: string }>;
   /** The run's messaging namespace, left out of queue names in the summary. Default: none. */
   namespace?: string;
 }
@@ -82,12 +84,16 @@ export function buildReport(outcome: DemoOutcome): DemoReport {
       const queue = outcome.namespace ? seen.queue.replace(`${outcome.namespace}.`, '') : seen.queue;
       return `    ${queue.padEnd(28)} ${seen.reason.padEnd(28)} ${explained.get(seen) ?? seen.errorMessage.slice(0, 60)}`;
     }),
+    ...outcome.checkSummaries.map((check) => `  ${check.name.padEnd(20)} ${check.summary}`),
   ];
   if (problems.length === 0) {
     lines.push(
       '',
       `OK: all ${ledger.orderIds.length} orders were paid, shipped and sent a receipt, and the ` +
-        `${ledger.expectedDeadLetters.length} bad message(s) were dead-lettered with the expected reasons.`,
+        `${ledger.expectedDeadLetters.length} bad message(s) were dead-lettered with the expected reasons` +
+        (outcome.checkSummaries.length > 0
+          ? `; ${outcome.checkSummaries.length} scenario check(s) held.`
+          : '.'),
     );
   } else {
     lines.push('', `FAILED: ${problems.length} problem(s):`, ...problems.map((problem) => `  - ${problem}`));

@@ -1,26 +1,38 @@
 import { join } from 'node:path';
 import * as amqp from 'amqplib';
 import { Command, InvalidArgumentError } from 'commander';
+import { Pool } from 'pg';
 import { loadAppConfig } from '../config/app-config';
 import { collectOutcome } from './collect-outcome';
 import { DemoEnvironment } from './demo-environment';
 import { DemoLedger } from './demo-ledger';
+import { DuplicateDeliveriesStep } from './duplicate-deliveries.step';
 import { buildReport } from './demo-report';
 import type { DemoContext, DemoStep } from './demo-step';
 import { MalformedMessagesStep } from './malformed-messages.step';
 import { OrderApiClient } from './order-api.client';
 import { describeExit, OrderServiceProcess } from './order-service-process';
 import { PlaceOrdersStep } from './place-orders.step';
+import { PoisonMessageStep } from './poison-message.step';
 import { ProgressDisplay } from './progress-display';
+import { TransientFailuresStep } from './transient-failures.step';
 import { watchUntilSettled } from './watch-until-settled';
 
 interface DemoOptions {
   orders: number;
   concurrency: number;
   timeout: number;
+  receiptFailureRate: number;
   keep: boolean;
   verbose: boolean;
 }
+
+/**
+ * Short retries for the demo (the app's RETRY_* variables): up to 8 attempts, 0.1 to 1 s apart, so a poison
+ * message is dead-lettered within seconds while a receipt call failing 20% of the time still gets through
+ * (all 8 attempts fail for about 1 order in 400 000).
+ */
+const DEMO_RETRY_ENV = { RETRY_MAX_ATTEMPTS: '8', RETRY_INITIAL_DELAY_MS: '100', RETRY_MAX_DELAY_MS: '1000' };
 
 function positiveInteger(value: string): number {
   const parsed = Number(value);
@@ -30,16 +42,31 @@ function positiveInteger(value: string): number {
   return parsed;
 }
 
+function share(value: string): number {
+  const parsed = Number(value);
+  if (value.trim() === '' || !Number.isFinite(parsed) || parsed < 0 || parsed > 0.5) {
+    throw new InvalidArgumentError('expected a number from 0 to 0.5');
+  }
+  return parsed;
+}
+
 function parseOptions(argv: string[]): DemoOptions {
   return new Command('npm run demo --')
     .description(
       'Runs the order service on a fresh database and its own exchange and queues, places orders and sends ' +
-        'malformed messages, then checks that every order was paid, shipped and sent a receipt, and that every ' +
-        'bad message was dead-lettered with its reason. Exits 0 when all is as expected.',
+        'malformed messages, duplicates and a poison message (fixed and replayed) while the receipt service fails ' +
+        'now and then, then checks that every order was paid, shipped and sent a receipt, that every bad message ' +
+        'was dead-lettered with its reason, and that each scenario held. Exits 0 when all is as expected.',
     )
     .option('--orders <count>', 'orders to place', positiveInteger, 300)
     .option('--concurrency <count>', 'orders in flight at once', positiveInteger, 20)
     .option('--timeout <seconds>', 'how long the orders may take to settle', positiveInteger, 45)
+    .option(
+      '--receipt-failure-rate <share>',
+      'share of receipt calls failing transiently, 0 to 0.5',
+      share,
+      0.2,
+    )
     .option('--keep', 'keep the database, queues and dead letters for inspection', false)
     .option('--verbose', "show the app's log", false)
     .parse(argv)
@@ -48,7 +75,13 @@ function parseOptions(argv: string[]): DemoOptions {
 
 /** The demo's scenario, in the order its steps are announced; they run at the same time. */
 function demoSteps(options: DemoOptions): DemoStep[] {
-  return [new PlaceOrdersStep(options.orders, options.concurrency), new MalformedMessagesStep()];
+  return [
+    new PlaceOrdersStep(options.orders, options.concurrency),
+    new MalformedMessagesStep(),
+    new DuplicateDeliveriesStep(Math.min(10, options.orders)),
+    new TransientFailuresStep(options.receiptFailureRate),
+    new PoisonMessageStep(),
+  ];
 }
 
 async function main(): Promise<number> {
@@ -68,6 +101,15 @@ async function main(): Promise<number> {
 
   let app: OrderServiceProcess | undefined;
   let connection: amqp.ChannelModel | undefined;
+  const database = new Pool({ connectionString: environment.databaseUrl, max: 4 });
+  database.on('error', () => undefined);
+  const steps = demoSteps(options);
+  const appEnv: Record<string, string> = {
+    ...DEMO_RETRY_ENV,
+    ...Object.assign({}, ...steps.map((step) => step.appEnv ?? {})),
+    DATABASE_URL: environment.databaseUrl,
+    MESSAGING_NAMESPACE: environment.namespace,
+  };
   try {
     const brokerUrl = config.amqpUrls[0];
     connection = await amqp.connect(brokerUrl).catch((error: unknown) => {
@@ -81,7 +123,7 @@ async function main(): Promise<number> {
     app = OrderServiceProcess.start(
       // Resolved next to this file, so the demo runs from any working directory.
       join(__dirname, '..', 'main.js'),
-      { DATABASE_URL: environment.databaseUrl, MESSAGING_NAMESPACE: environment.namespace, PORT: '0' },
+      { ...appEnv, PORT: '0' },
       options.verbose,
     );
     const port = await app.waitUntilListening(30_000);
@@ -96,11 +138,13 @@ async function main(): Promise<number> {
       api: new OrderApiClient(`http://127.0.0.1:${port}`),
       channel,
       names: environment.names,
+      model: connection,
+      database,
+      appEnv,
       ledger,
       // Steps stop sending at the deadline or on Ctrl-C, so a run that cannot finish still ends on time.
       signal: AbortSignal.any([interrupted.signal, AbortSignal.timeout(options.timeout * 1000)]),
     };
-    const steps = demoSteps(options);
     console.log('\nSending, all at once:');
     for (const step of steps) console.log(`  - ${step.title}`);
     console.log('');
@@ -143,6 +187,7 @@ async function main(): Promise<number> {
     if (exit && exit.code !== 0 && exit.signal !== 'SIGTERM') {
       console.log(`The app ended badly: ${describeExit(exit)}.`);
     }
+    await database.end().catch(() => undefined);
     if (options.keep) {
       console.log(
         `\nKept for inspection: database ${environment.databaseName}, exchange ${environment.names.exchange} and ` +

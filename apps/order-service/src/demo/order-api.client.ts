@@ -34,4 +34,11 @@ export class OrderApiClient {
     if (!response.ok) throw new Error(`GET /orders/stats answered ${response.status}`);
     return (await response.json()) as OrderStats;
   }
+
+  /** The app's Prometheus metrics page (`GET /metrics`), as text. */
+  async metrics(signal?: AbortSignal): Promise<string> {
+    const response = await fetch(`${this.baseUrl}/metrics`, { signal });
+    if (!response.ok) throw new Error(`GET /metrics answered ${response.status}`);
+    return response.text();
+  }
 }

@@ -3,6 +3,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import type { Envelope } from '../envelope/envelope';
+import { preparedQuery } from '../database/prepared-query';
 
 /** The queries on the inbox table. */
 @Injectable()
@@ -15,11 +16,13 @@ export class InboxStore {
    * row for that key this waits for it, so of two concurrent copies exactly one gets true.
    */
   async record(manager: EntityManager, consumer: string, envelope: Envelope): Promise<boolean> {
-    const rows = (await manager.query(
+    const rows = await preparedQuery(
+      manager,
+      'rm_inbox_record',
       `INSERT INTO "rm_inbox" ("consumer", "idempotency_key", "message_id", "message_type") VALUES ($1, $2, $3, $4) ` +
         `ON CONFLICT DO NOTHING RETURNING 1 AS fresh`,
       [consumer, envelope.idempotencyKey, envelope.messageId, envelope.type],
-    )) as unknown[];
+    );
     return rows.length === 1;
   }
 

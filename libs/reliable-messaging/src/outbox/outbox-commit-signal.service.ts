@@ -8,7 +8,7 @@ import { OutboxRelay } from './outbox-relay.service';
 import { OUTBOX_CHANNEL } from './outbox-store.service';
 
 /** The least time between two NOTIFYs of one process: commits in between share the next one. */
-const NOTIFY_INTERVAL_MS = 5;
+const NOTIFY_INTERVAL_MS = 25;
 
 /**
  * Wakes the relay right after a transaction that wrote outbox rows commits, through TypeORM's

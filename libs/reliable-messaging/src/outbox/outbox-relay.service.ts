@@ -149,21 +149,21 @@ export class OutboxRelay implements OnApplicationBootstrap {
   ): Promise<{ claimed: number; settled: number }> {
     const runner = dataSource.createQueryRunner();
     try {
-      await runner.startTransaction();
+      await this.store.begin(runner);
       const claimed = await this.store.claim(runner, limit);
       if (claimed.length === 0) {
-        await runner.commitTransaction();
+        await this.store.complete(runner, []);
         return { claimed: 0, settled: 0 };
       }
       const heldBack = await this.store.heldBack(runner, claimed);
       const results = await this.publishAll(claimed.filter((row) => !heldBack.has(row.id)));
       const outcomes = results.filter((result): result is RelayOutcome => result.outcome !== 'released');
       await this.store.complete(runner, outcomes);
-      await runner.commitTransaction();
       this.count(outcomes);
       return { claimed: claimed.length, settled: outcomes.length };
     } catch (error) {
-      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      // Outside a transaction (the commit failed) PostgreSQL only warns; on a dead connection this fails too.
+      await this.store.rollback(runner).catch(() => undefined);
       throw error;
     } finally {
       if (!runner.isReleased) await runner.release().catch(() => undefined);

@@ -4,6 +4,7 @@ import { HEADERS } from '../reliable-messaging.constants';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import type { OutboundMessage, OutboundProperties } from '../envelope/envelope';
+import { preparedQuery } from '../database/prepared-query';
 
 /** The channel relays LISTEN on; processes that write rows but don't relay NOTIFY it after their commits. */
 export const OUTBOX_CHANNEL = 'rm_outbox';
@@ -70,7 +71,9 @@ export class OutboxStore {
   /** Writes a message in the caller's transaction. */
   async insert(manager: EntityManager, message: OutboundMessage): Promise<void> {
     const orderingKey = message.properties.headers[HEADERS.orderingKey];
-    await manager.query(
+    await preparedQuery(
+      manager,
+      'rm_outbox_insert',
       `INSERT INTO "rm_outbox" ("message_id", "exchange", "routing_key", "properties", "body", "ordering_key") ` +
         `VALUES ($1, $2, $3, $4, $5, $6)`,
       [
@@ -85,17 +88,29 @@ export class OutboxStore {
   }
 
   /**
-   * Claims up to `limit` rows in the runner's open transaction. A keyed row is claimed only when this relay gets
-   * its key's advisory lock and no earlier row of that key is waiting out a retry delay; the walk is in id order,
-   * so a key's rows come out in order. `heldBack` then re-checks keyed rows with a fresh snapshot.
+   * Opens the claim's transaction on `runner`'s connection, managed here rather than through TypeORM so that
+   * a relay round costs three round trips: this, the claim, and the marks with the commit (`complete`).
    */
-  async claim(runner: QueryRunner, limit: number): Promise<ClaimedRow[]> {
-    // NOTE: the advisory lock is taken in the scan's filter, so PostgreSQL must walk the pending index in id
+  async begin(runner: QueryRunner): Promise<void> {
+    // NOTE: the claim takes advisory locks in its scan's filter, so PostgreSQL must walk the pending index in id
     // order under the LIMIT rather than sort: a sort would take a lock for every pending key. On a table without
     // fresh statistics (a new or fast-churning outbox) the planner guesses a handful of pending rows and picks a
-    // bitmap scan and a sort, so both are switched off for this transaction. The keys waiting out a retry are
-    // found once per claim from the small index of failed rows, not by a subquery per row.
-    await runner.query('SET LOCAL enable_sort = off; SET LOCAL enable_bitmapscan = off');
+    // bitmap scan and a sort, so both are switched off for this transaction.
+    await runner.query('BEGIN; SET LOCAL enable_sort = off; SET LOCAL enable_bitmapscan = off');
+  }
+
+  /** Ends the claim's transaction without marking anything; its rows stay pending. */
+  async rollback(runner: QueryRunner): Promise<void> {
+    await runner.query('ROLLBACK');
+  }
+
+  /**
+   * Claims up to `limit` rows in the transaction `begin` opened. A keyed row is claimed only when this relay gets
+   * its key's advisory lock and no earlier row of that key is waiting out a retry delay; the walk is in id order,
+   * so a key's rows come out in order. The keys waiting out a retry are found once per claim from the small
+   * index of failed rows, not by a subquery per row. `heldBack` then re-checks keyed rows with a fresh snapshot.
+   */
+  async claim(runner: QueryRunner, limit: number): Promise<ClaimedRow[]> {
     const rows = (await runner.query(
       `WITH retrying AS MATERIALIZED (SELECT "ordering_key", min("id") AS first_id FROM "rm_outbox" ` +
         `WHERE "status" = 'pending' AND "attempts" > 0 AND "ordering_key" IS NOT NULL AND "available_at" > now() ` +
@@ -146,13 +161,21 @@ export class OutboxStore {
     return new Set(held.map((row) => row.id));
   }
 
-  /** Records what became of claimed rows, in the claim's transaction. */
+  /** Records what became of claimed rows and commits the claim's transaction. */
   async complete(runner: QueryRunner, outcomes: readonly RelayOutcome[]): Promise<void> {
-    if (outcomes.length === 0) return;
+    if (outcomes.length === 0) {
+      await runner.query('COMMIT');
+      return;
+    }
     if (outcomes.every((o) => o.outcome === 'published')) {
+      // The ids come from the database's own bigint column; checked anyway, since they are written into the SQL
+      // so that the marks and the commit travel in one round trip.
+      const ids = outcomes.map((o) => o.id);
+      if (!ids.every((id) => /^\d{1,19}$/.test(id)))
+        throw new Error(`unexpected outbox row id in ${ids.join(',')}`);
       await runner.query(
-        `UPDATE "rm_outbox" SET "status" = 'published', "published_at" = now() WHERE "id" = ANY($1::bigint[])`,
-        [outcomes.map((o) => o.id)],
+        `UPDATE "rm_outbox" SET "status" = 'published', "published_at" = now() ` +
+          `WHERE "id" = ANY('{${ids.join(',')}}'::bigint[]); COMMIT`,
       );
       return;
     }
@@ -173,6 +196,7 @@ export class OutboxStore {
         outcomes.map((o) => (o.outcome === 'failed' ? o.retryInMs : 0)),
       ],
     );
+    await runner.query('COMMIT');
   }
 
   /** Pending and parked counts and the oldest pending row's age. */

@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import type { DeadLetter, DeadLetterOperationResult } from '@app/reliable-messaging';
+import { openDeadLetterTool } from './dead-letter-tool';
+import type { DemoContext, DemoStep } from './demo-step';
+import { pollUntil } from './poll-until';
+
+/** How long the step waits for the message to be dead-lettered, and then for the fixed one to be handled. */
+const WAIT_MS = 30_000;
+
+/** The order the poison message was meant for, as a producer wrote it: one item, never announced. */
+const ORDER = { customerId: 'customer-poison', sku: 'BOOK-DDIA', quantity: 1, unitPriceCents: 3999 };
+
+/** What happened to the poison message, for the check. */
+interface PoisonOutcome {
+  deadLetter?: DeadLetter;
+  replay?: DeadLetterOperationResult;
+  error?: string;
+}
+
+/**
+ * A poison message, fixed and replayed. A producer writes an order straight to the database and announces it
+ * with an OrderPlaced whose order id is wrong, so payment fails with OrderNotFoundError on every attempt
+ * (retryable: the order might still be on its way) until the message is dead-lettered as `attempts-exhausted`.
+ * The step then does what an operator would with `npm run dlq -- edit`: through the module's
+ * DeadLetterOperations it corrects the order id in the body and replays it (audited as `edit-replay`). The
+ * order must then be paid, shipped and sent its receipt.
+ */
+export class PoisonMessageStep implements DemoStep {
+  readonly title =
+    'an OrderPlaced with a wrong order id, which payment can never handle: dead-lettered after its retries, then fixed and replayed';
+
+  async run({ appEnv, channel, database, ledger, names, signal, api }: DemoContext): Promise<void> {
+    const orderId = randomUUID();
+    const wrongId = randomUUID();
+    const messageId = `demo-poison-${randomUUID()}`;
+    const queue = names.queues.payment;
+    const maxAttempts = Number(appEnv.RETRY_MAX_ATTEMPTS ?? 6);
+    await database.query(
+      `WITH o AS (INSERT INTO orders (id, customer_id, status, total_cents) VALUES ($1, $2, 'placed', $5) RETURNING id)
+       INSERT INTO order_items (order_id, line, sku, quantity, unit_price_cents) SELECT id, 1, $3, $4, $5 FROM o`,
+      [orderId, ORDER.customerId, ORDER.sku, ORDER.quantity, ORDER.unitPriceCents],
+    );
+    ledger.orderIds.push(orderId);
+    const body = (id: string) =>
+      Buffer.from(
+        JSON.stringify({
+          orderId: id,
+          customerId: ORDER.customerId,
+          totalCents: ORDER.quantity * ORDER.unitPriceCents,
+          itemCount: 1,
+          placedAt: new Date().toISOString(),
+        }),
+      );
+    channel.publish(names.exchange, 'order.placed', body(wrongId), {
+      messageId,
+      type: 'order.placed',
+      contentType: 'application/json',
+      persistent: true,
+      headers: { 'rm-idempotency-key': `order-placed:${wrongId}`, 'rm-ordering-key': wrongId },
+    });
+    await channel.waitForConfirms();
+
+    const outcome: PoisonOutcome = {};
+    ledger.checks.push({
+      name: 'poison message',
+      verify: () => this.verify(outcome, { messageId, orderId, queue, maxAttempts, api, database }),
+    });
+    const tool = await openDeadLetterTool(appEnv);
+    try {
+      outcome.deadLetter = await pollUntil(
+        async () =>
+          (await tool.operations.list({ queue, messageIds: [messageId] }, { limit: 1 })).deadLetters[0],
+        WAIT_MS,
+        signal,
+      );
+      if (!outcome.deadLetter) return;
+      outcome.replay = await tool.operations.editAndReplay(queue, messageId, body(orderId), {
+        actor: 'demo',
+        note: `order id corrected from ${wrongId} to ${orderId}`,
+      });
+    } catch (error) {
+      outcome.error = error instanceof Error ? error.message : String(error);
+    } finally {
+      await tool.close().catch(() => undefined);
+    }
+    // The order is one of the run's: the demo waits for it to settle like any other.
+  }
+
+  private async verify(
+    outcome: PoisonOutcome,
+    run: { messageId: string; orderId: string; queue: string; maxAttempts: number } & Pick<
+      DemoContext,
+      'api' | 'database'
+    >,
+  ): Promise<{ summary: string; problem?: string }> {
+    const { deadLetter, replay } = outcome;
+    if (outcome.error) return { summary: 'failed', problem: outcome.error };
+    if (!deadLetter) {
+      return {
+        summary: 'never dead-lettered',
+        problem: `not in ${run.queue}.dlq within ${WAIT_MS / 1000} s`,
+      };
+    }
+    const audit = replay?.auditId
+      ? (
+          await run.database.query<{ action: string; outcome: string }>(
+            'SELECT action, outcome FROM rm_dead_letter_audit WHERE id = $1',
+            [replay.auditId],
+          )
+        ).rows[0]
+      : undefined;
+    const handled = await run.database.query(
+      'SELECT 1 FROM rm_inbox WHERE consumer = $1 AND message_id = $2',
+      [run.queue, run.messageId],
+    );
+    const order = await run.api.getOrder(run.orderId);
+    const final = order
+      ? `${order.status}${order.receiptSent ? ', receipt sent' : ', no receipt'}`
+      : 'missing';
+    const summary =
+      `dead-lettered as ${deadLetter.reason} after ${deadLetter.attempts ?? '?'} attempts (${deadLetter.errorClass ?? '?'}); ` +
+      `order id fixed and replayed, audit ${audit ? `${audit.action} ${audit.outcome}` : 'missing'}; ` +
+      `handled ${handled.rowCount === 1 ? 'once' : `${handled.rowCount ?? 0} times`}, order ${final}`;
+    const problems: string[] = [];
+    if (deadLetter.reason !== 'attempts-exhausted')
+      problems.push(`dead-lettered as '${deadLetter.reason}', expected 'attempts-exhausted'`);
+    if (deadLetter.attempts !== run.maxAttempts)
+      problems.push(`${deadLetter.attempts ?? 'no'} attempts, expected ${run.maxAttempts}`);
+    if (!replay || replay.messageIds.length !== 1 || replay.failures.length > 0) {
+      problems.push(`the replay did not go through: ${JSON.stringify(replay?.failures ?? [])}`);
+    }
+    if (audit?.action !== 'edit-replay' || audit.outcome !== 'completed')
+      problems.push('no completed edit-replay audit record');
+    if (handled.rowCount !== 1)
+      problems.push(`payment's inbox holds ${handled.rowCount ?? 0} rows for it, expected 1`);
+    if (order?.status !== 'shipped' || !order.receiptSent) problems.push(`its order is ${final}`);
+    return { summary, problem: problems.length > 0 ? problems.join('; ') : undefined };
+  }
+}
