@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Channel, ChannelModel } from 'amqplib';
 import { AmqpConnection } from '../amqp/amqp-connection.service';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
+import { SharedReading } from '../util/shared-reading';
 import { describeQueueError } from './dead-letter-queue';
 import { readDeadLetter } from './dead-letter-record';
 
@@ -31,7 +32,7 @@ const SHARE_FOR_MS = 1000;
 export class DeadLetterMonitor {
   private channel?: Channel;
   private channelModel?: ChannelModel;
-  private shared?: { at: number; reading: Promise<DeadLetterQueueStats[]> };
+  private readonly shared = new SharedReading<DeadLetterQueueStats[]>(SHARE_FOR_MS);
 
   constructor(
     private readonly connection: AmqpConnection,
@@ -40,15 +41,9 @@ export class DeadLetterMonitor {
 
   /** Every consumer's dead-letter queue; concurrent and recent callers share one reading. */
   snapshot(): Promise<DeadLetterQueueStats[]> {
-    if (this.shared && Date.now() - this.shared.at < SHARE_FOR_MS) return this.shared.reading;
-    const queues = this.registry.discoveredConsumers.map((consumer) => consumer.queue);
-    const reading = this.read(queues);
-    const shared = { at: Date.now(), reading };
-    this.shared = shared;
-    reading.catch(() => {
-      if (this.shared === shared) this.shared = undefined;
-    });
-    return reading;
+    return this.shared.get(() =>
+      this.read(this.registry.discoveredConsumers.map((consumer) => consumer.queue)),
+    );
   }
 
   /** The given consumer queues' dead-letter queues, read now. */

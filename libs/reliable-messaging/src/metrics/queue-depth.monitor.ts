@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Channel, ChannelModel } from 'amqplib';
 import { AmqpConnection } from '../amqp/amqp-connection.service';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
+import { SharedReading } from '../util/shared-reading';
 
 /** What the broker reports about one consumer's queue. */
 export interface QueueDepth {
@@ -24,7 +25,7 @@ const SHARE_FOR_MS = 1000;
 export class QueueDepthMonitor {
   private channel?: Channel;
   private channelModel?: ChannelModel;
-  private shared?: { at: number; reading: Promise<QueueDepth[]> };
+  private readonly shared = new SharedReading<QueueDepth[]>(SHARE_FOR_MS);
 
   constructor(
     private readonly connection: AmqpConnection,
@@ -33,14 +34,7 @@ export class QueueDepthMonitor {
 
   /** The current depths; concurrent and recent callers share one reading. */
   snapshot(): Promise<QueueDepth[]> {
-    if (this.shared && Date.now() - this.shared.at < SHARE_FOR_MS) return this.shared.reading;
-    const reading = this.read();
-    const shared = { at: Date.now(), reading };
-    this.shared = shared;
-    reading.catch(() => {
-      if (this.shared === shared) this.shared = undefined;
-    });
-    return reading;
+    return this.shared.get(() => this.read());
   }
 
   private async read(): Promise<QueueDepth[]> {
