@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { Channel, ChannelModel } from 'amqplib';
+import type { ChannelModel } from 'amqplib';
 import { AmqpConnection } from '../amqp/amqp-connection.service';
+import { ProbeChannel } from '../amqp/probe-channel';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { SharedReading } from '../util/shared-reading';
 import { describeQueueError } from './dead-letter-queue';
@@ -30,8 +31,7 @@ const SHARE_FOR_MS = 1000;
  */
 @Injectable()
 export class DeadLetterMonitor {
-  private channel?: Channel;
-  private channelModel?: ChannelModel;
+  private readonly probe = new ProbeChannel();
   private readonly shared = new SharedReading<DeadLetterQueueStats[]>(SHARE_FOR_MS);
 
   constructor(
@@ -57,7 +57,7 @@ export class DeadLetterMonitor {
 
   private async readOne(model: ChannelModel, queue: string): Promise<DeadLetterQueueStats> {
     const deadLetterQueue = `${queue}.dlq`;
-    const channel = await this.open(model);
+    const channel = await this.probe.on(model);
     try {
       const { messageCount } = await channel.checkQueue(deadLetterQueue);
       let oldestAgeSeconds: number | null = null;
@@ -72,25 +72,11 @@ export class DeadLetterMonitor {
       }
       return { queue, deadLetterQueue, depth: messageCount, oldestAgeSeconds };
     } catch (error) {
-      if (this.channel === channel) this.channel = undefined;
+      this.probe.discard(channel);
       throw new Error(`cannot read dead-letter queue '${deadLetterQueue}': ${describeQueueError(error)}`, {
         cause: error,
       });
     }
-  }
-
-  private async open(model: ChannelModel): Promise<Channel> {
-    if (this.channel && this.channelModel === model) return this.channel;
-    const channel = await model.createChannel();
-    // NOTE: a passive declare of a missing queue closes the channel with 404; unhandled, amqplib would rethrow
-    // that 'error' event on the connection.
-    channel.on('error', () => undefined);
-    channel.once('close', () => {
-      if (this.channel === channel) this.channel = undefined;
-    });
-    this.channel = channel;
-    this.channelModel = model;
-    return channel;
   }
 }
 

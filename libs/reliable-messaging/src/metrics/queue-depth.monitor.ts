@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { Channel, ChannelModel } from 'amqplib';
+import type { ChannelModel } from 'amqplib';
 import { AmqpConnection } from '../amqp/amqp-connection.service';
+import { ProbeChannel } from '../amqp/probe-channel';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { SharedReading } from '../util/shared-reading';
 
@@ -23,8 +24,7 @@ const SHARE_FOR_MS = 1000;
  */
 @Injectable()
 export class QueueDepthMonitor {
-  private channel?: Channel;
-  private channelModel?: ChannelModel;
+  private readonly probe = new ProbeChannel();
   private readonly shared = new SharedReading<QueueDepth[]>(SHARE_FOR_MS);
 
   constructor(
@@ -52,27 +52,13 @@ export class QueueDepthMonitor {
     model: ChannelModel,
     queue: string,
   ): Promise<{ messageCount: number; consumerCount: number } | undefined> {
-    const channel = await this.open(model);
+    const channel = await this.probe.on(model);
     try {
       return await channel.checkQueue(queue);
     } catch (error) {
-      if (this.channel === channel) this.channel = undefined;
+      this.probe.discard(channel);
       if (/NOT_FOUND/.test(error instanceof Error ? error.message : String(error))) return undefined;
       throw error;
     }
-  }
-
-  private async open(model: ChannelModel): Promise<Channel> {
-    if (this.channel && this.channelModel === model) return this.channel;
-    const channel = await model.createChannel();
-    // NOTE: a passive declare of a missing queue closes the channel with 404; unhandled, amqplib would rethrow
-    // that 'error' event on the connection.
-    channel.on('error', () => undefined);
-    channel.once('close', () => {
-      if (this.channel === channel) this.channel = undefined;
-    });
-    this.channel = channel;
-    this.channelModel = model;
-    return channel;
   }
 }
