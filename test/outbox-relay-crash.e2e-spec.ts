@@ -87,7 +87,7 @@ describe('outbox: a relay killed between the confirm and marking the rows', () =
     const stats = consumer.get(InboxStats);
 
     const crashing = startRelay({ FIXTURE_KILL_POINT: 'before-mark' });
-    await crashing.waitForLine(/^fixture: confirmed 5 row\(s\), not marked$/);
+    await crashing.waitForLine(/^fixture: confirmed 5 row\(s\) in all, not marked$/);
     expect(await crashing.stop('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
     expect((await outboxRows(db.dataSource)).map((row) => row.status)).toEqual(ORDERS.map(() => 'pending'));
 
