@@ -143,11 +143,48 @@ async function writeCost(db: BenchDatabase, prefix: string): Promise<Comparison[
         target: 1 / 1.15,
       });
     }
+    // The floor of any outbox: the same row, built and inserted by hand through the same manager, without the
+    // module. The module's row costs what this one does plus the module's own work.
+    const floor = await alternate(
+      ROUNDS,
+      async () => {
+        await reset();
+        return concurrently(TRANSACTIONS, CONCURRENT_TRANSACTIONS, (n) =>
+          dataSource.transaction((manager) => placeOrder(manager, n)),
+        );
+      },
+      async () => {
+        await reset();
+        return concurrently(TRANSACTIONS, CONCURRENT_TRANSACTIONS, (n) =>
+          dataSource.transaction(async (manager) => {
+            await placeOrder(manager, n);
+            await insertRowByHand(manager, prefix, n);
+          }),
+        );
+      },
+    );
+    comparisons.push({
+      suite: 'outbox write',
+      scenario:
+        `order with 3 lines and a customer update (6 statements), ${CONCURRENT_TRANSACTIONS} concurrent: ` +
+        'transactions/s without vs with the same row inserted by hand, no module (the floor)',
+      ...floor,
+      target: 0,
+    });
     await reset();
     return comparisons;
   } finally {
     await app.close();
   }
+}
+
+/** The n-th message's outbox row written with one plain INSERT, as a hand-rolled outbox would. */
+async function insertRowByHand(manager: EntityManager, prefix: string, n: number): Promise<void> {
+  const { body, properties } = rawEnvelope(n);
+  await manager.query(
+    'INSERT INTO "rm_outbox" ("message_id", "exchange", "routing_key", "properties", "body") VALUES ($1, $2, $3, $4, $5)',
+    [properties.messageId, `${prefix}.events`, 'bench.order-placed', JSON.stringify(properties), body],
+  );
 }
 
 /** One raw publish with the same envelope, persistent and mandatory, resolved by its broker confirm. */

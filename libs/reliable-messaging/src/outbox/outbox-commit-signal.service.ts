@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import type { EntityManager, EntitySubscriberInterface, QueryRunner } from 'typeorm';
+import type { DataSource, EntityManager, EntitySubscriberInterface, QueryRunner } from 'typeorm';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { sleep } from '../util/backoff';
@@ -7,16 +7,20 @@ import { errorMessage } from '../util/error-text';
 import { OutboxRelay } from './outbox-relay.service';
 import { OUTBOX_CHANNEL } from './outbox-store.service';
 
-/** The least time between two NOTIFYs of one process: commits in between share the next one. */
-const NOTIFY_INTERVAL_MS = 25;
+/**
+ * The least time between two NOTIFYs of one process: the first commit after a quiet spell notifies at once, the
+ * commits of the next interval share one NOTIFY at its end. A relay elsewhere hears of a commit at most this late.
+ */
+const NOTIFY_INTERVAL_MS = 10;
 
 /**
  * Wakes the relay right after a transaction that wrote outbox rows commits, through TypeORM's
  * `afterTransactionCommit` event on the module's DataSource. When this process relays, the relay is woken in
  * process. When it doesn't (`outbox.relay: false`, the relay runs elsewhere), a NOTIFY is sent after the
  * commit, and relay processes LISTENing hear it. NOTIFYs are coalesced (one in flight, at most one per
- * NOTIFY_INTERVAL_MS) and committed asynchronously (`synchronous_commit` off for that statement alone: a lost
- * notification only delays rows to the relays' next poll), so they cost the database little.
+ * NOTIFY_INTERVAL_MS, so a busy writer sends about a hundred a second rather than one per commit) and committed
+ * asynchronously (`synchronous_commit` off for that statement alone: a lost notification only delays rows to
+ * the relays' next poll), so they cost the database little.
  *
  * NOTE: the NOTIFY is deliberately not sent inside the writing transaction, though PostgreSQL would deliver it
  * only on commit: a transaction that has NOTIFYed holds a database-wide lock from its commit until the commit
@@ -34,6 +38,7 @@ export class OutboxCommitSignal implements OnModuleInit, OnApplicationShutdown {
   private notifying?: Promise<void>;
   private notifyAgain = false;
   private notifyFailed = false;
+  private lastNotifiedAt = 0;
 
   constructor(
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
@@ -67,29 +72,39 @@ export class OutboxCommitSignal implements OnModuleInit, OnApplicationShutdown {
   private notifyRelays(): void {
     const dataSource = this.options.dataSource;
     if (!dataSource) return;
-    if (this.notifying) {
-      this.notifyAgain = true;
-      return;
+    this.notifyAgain = true;
+    this.notifying ??= this.sendNotifications(dataSource);
+  }
+
+  /** Sends NOTIFYs while commits ask for one, at most one per NOTIFY_INTERVAL_MS. */
+  private async sendNotifications(dataSource: DataSource): Promise<void> {
+    try {
+      await this.notifyWhileAsked(dataSource);
+    } finally {
+      // In the same turn as the loop's last check, so a commit after it starts a new round.
+      this.notifying = undefined;
     }
-    this.notifying = (async () => {
-      do {
-        this.notifyAgain = false;
-        const sent = Date.now();
-        try {
-          await dataSource.query(
-            `SELECT set_config('synchronous_commit', 'off', true), pg_notify('${OUTBOX_CHANNEL}', '')`,
+  }
+
+  private async notifyWhileAsked(dataSource: DataSource): Promise<void> {
+    while (this.notifyAgain) {
+      const wait = this.lastNotifiedAt + NOTIFY_INTERVAL_MS - Date.now();
+      if (wait > 0) await sleep(wait);
+      this.notifyAgain = false;
+      this.lastNotifiedAt = Date.now();
+      try {
+        await dataSource.query(
+          `SELECT set_config('synchronous_commit', 'off', true), pg_notify('${OUTBOX_CHANNEL}', '')`,
+        );
+        this.notifyFailed = false;
+      } catch (error) {
+        if (!this.notifyFailed) {
+          this.logger.warn(
+            `could not notify the outbox relays (${errorMessage(error)}); they will find the rows by polling`,
           );
-          this.notifyFailed = false;
-        } catch (error) {
-          if (!this.notifyFailed) {
-            this.logger.warn(
-              `could not notify the outbox relays (${errorMessage(error)}); they will find the rows by polling`,
-            );
-          }
-          this.notifyFailed = true;
         }
-        if (this.notifyAgain) await sleep(Math.max(0, sent + NOTIFY_INTERVAL_MS - Date.now()));
-      } while (this.notifyAgain);
-    })().finally(() => (this.notifying = undefined));
+        this.notifyFailed = true;
+      }
+    }
   }
 }
