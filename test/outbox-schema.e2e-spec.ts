@@ -19,11 +19,13 @@ describe('outbox and inbox schema', () => {
     await db?.drop();
   });
 
-  it('migrates the outbox and inbox to exactly what their entities describe', async () => {
+  it('migrates the outbox, inbox and dead-letter audit tables to exactly what their entities describe', async () => {
     const pending = await db.dataSource.driver.createSchemaBuilder().log();
 
     expect(
-      pending.upQueries.map((query) => query.query).filter((sql) => /rm_outbox|rm_inbox/.test(sql)),
+      pending.upQueries
+        .map((query) => query.query)
+        .filter((sql) => /rm_outbox|rm_inbox|rm_dead_letter_audit/.test(sql)),
     ).toEqual([]);
   });
 

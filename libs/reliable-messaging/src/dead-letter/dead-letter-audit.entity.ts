@@ -38,7 +38,7 @@ export class DeadLetterAuditEntity {
   selection!: Record<string, unknown>;
 
   /** The message ids replayed or purged. */
-  @Column({ name: 'message_ids', type: 'jsonb', default: () => `'[]'::jsonb` })
+  @Column({ name: 'message_ids', type: 'jsonb', default: [] })
   messageIds!: string[];
 
   @Column({ name: 'message_count', type: 'integer', default: 0 })
@@ -48,7 +48,7 @@ export class DeadLetterAuditEntity {
   outcome!: DeadLetterAuditOutcome;
 
   /** A note given with the operation, body digests of an edit, failures. */
-  @Column({ type: 'jsonb', default: () => `'{}'::jsonb` })
+  @Column({ type: 'jsonb', default: {} })
   details!: Record<string, unknown>;
 
   @Column({ name: 'started_at', type: 'timestamptz' })
