@@ -19,13 +19,13 @@ const DATABASE_PROBE_CAP_MS = 5_000;
 
 /**
  * The inbox stage of the reliability pipeline. For a consumer with `dedup` on, the handler runs inside a
- * transaction that first inserts the inbox row (consumer queue, idempotency key): a duplicate finds the row,
- * skips the handler and is acknowledged; otherwise the handler's writes (through `ctx.manager`, `txHost.tx` or
- * `@Transactional()`) and the messages it publishes (outbox rows) commit with the row, and the acknowledgement
- * follows the commit. A transaction the database broke (connection lost, failover, serialization failure) is
- * not the message's fault: the delivery waits for the database to answer and goes back to the queue
- * unacknowledged, without a failed attempt. Any other error (the handler's, a constraint failing at commit)
- * rolls the transaction back and goes on to the failure handler.
+ * transaction that first inserts the inbox row (consumer queue, or a key-ordered consumer's base queue, and
+ * idempotency key): a duplicate finds the row, skips the handler and is acknowledged; otherwise the handler's
+ * writes (through `ctx.manager`, `txHost.tx` or `@Transactional()`) and the messages it publishes (outbox rows)
+ * commit with the row, and the acknowledgement follows the commit. A transaction the database broke (connection
+ * lost, failover, serialization failure) is not the message's fault: the delivery waits for the database to
+ * answer and goes back to the queue unacknowledged, without a failed attempt. Any other error (the handler's, a
+ * constraint failing at commit) rolls the transaction back and goes on to the failure handler.
  */
 @Injectable()
 export class InboxStage {
@@ -58,13 +58,16 @@ export class InboxStage {
       );
     }
     if (!this.isEnabledFor(consumer)) return (next) => next;
+    // A key-ordered consumer's partitions share one inbox: a key moves to another partition when the partition
+    // count changes, and its redelivered or replayed messages must still be recognised there.
+    const scope = consumer.ordering?.mode === 'key' ? consumer.ordering.baseQueue : consumer.queue;
     return (next) => async (delivery) => {
       const envelope = delivery.envelope;
       if (!envelope) throw new Error('the inbox stage runs after the envelope is decoded');
       let duplicate = false;
       try {
         await this.transactions.runInNewTransaction(async (manager) => {
-          if (!(await this.store.record(manager, consumer.queue, envelope))) {
+          if (!(await this.store.record(manager, scope, envelope))) {
             duplicate = true;
             return;
           }
