@@ -115,8 +115,12 @@ describe('outbox: a message commits or rolls back with its transaction', () => {
       tenant: 'acme',
       [HEADERS.idempotencyKey]: 'order-placed:envelope',
       [HEADERS.schemaVersion]: '1.0',
+      // Without a key of its own, the message is ordered by its id; its row is keyless, so no relay locks it.
+      [HEADERS.orderingKey]: receipt.messageId,
     });
     expect(message.fields.routingKey).toBe('shop.order-placed');
+    const row = (await outboxRows(db.dataSource)).find((r) => r.messageId === receipt.messageId);
+    expect(row?.orderingKey).toBeNull();
   });
 
   it('refuses publish() outside any transaction, naming publishNow(), and writes nothing', async () => {
@@ -198,7 +202,13 @@ describe('outbox: a relay in another app', () => {
   });
 
   it("is woken by the NOTIFY the writer sends after its commit, long before the relay's next poll", async () => {
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The relay LISTENs once it has started; a NOTIFY sent before that would only be found by the next poll.
+    await waitFor('the relay listening for commits', async () => {
+      const rows = (await db.dataSource.query(
+        `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN "rm_outbox"'`,
+      )) as unknown[];
+      return rows.length > 0;
+    });
     const started = Date.now();
     await db.dataSource.transaction((manager) => writer.publisher.publish(placed('remote'), { manager }));
 

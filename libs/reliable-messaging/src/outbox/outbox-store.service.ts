@@ -70,7 +70,10 @@ export class OutboxStore {
 
   /** Writes a message in the caller's transaction. */
   async insert(manager: EntityManager, message: OutboundMessage): Promise<void> {
-    const orderingKey = message.properties.headers[HEADERS.orderingKey];
+    // A message without an ordering key of its own carries its id as its key (EnvelopeFactory): ordered with
+    // nothing but itself, so its row stays keyless, off the key index and free of the relay's key locks.
+    const header = message.properties.headers[HEADERS.orderingKey];
+    const orderingKey = typeof header === 'string' && header !== message.properties.messageId ? header : null;
     await preparedQuery(
       manager,
       'rm_outbox_insert',
@@ -82,7 +85,7 @@ export class OutboxStore {
         message.routingKey,
         JSON.stringify(message.properties),
         message.body,
-        typeof orderingKey === 'string' ? orderingKey : null,
+        orderingKey,
       ],
     );
   }
