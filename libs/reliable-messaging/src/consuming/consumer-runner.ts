@@ -149,16 +149,20 @@ export class ConsumerRunner {
     const acks = this.channel === channel ? this.acks : undefined;
     acks?.track(message);
     const delivery = new InboundDelivery(message, this.definition, channel, acks);
-    const task = this.semaphore
+    const finished = (): void => {
+      this.completed++;
+      this.inFlight.delete(task);
+      this.deliveries.delete(delivery);
+    };
+    const task: Promise<void> = this.semaphore
       .run(() => this.handler(delivery))
-      .catch((error: unknown) => {
-        this.logger.error(`${this.definition.name}: pipeline failed: ${errorMessage(error)}`);
-        delivery.nack(true);
-      })
-      .finally(() => {
-        this.completed++;
-        this.inFlight.delete(task);
-        this.deliveries.delete(delivery);
+      .then(finished, (error: unknown) => {
+        try {
+          this.logger.error(`${this.definition.name}: pipeline failed: ${errorMessage(error)}`);
+          delivery.nack(true);
+        } finally {
+          finished();
+        }
       });
     this.inFlight.add(task);
     this.deliveries.add(delivery);

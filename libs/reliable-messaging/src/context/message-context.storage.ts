@@ -10,8 +10,9 @@ import type { MessageContext } from './message-context';
 export class MessageContextStorage {
   private readonly storage = new AsyncLocalStorage<MessageContext>();
 
-  run<T>(context: MessageContext, fn: () => T): T {
-    return this.storage.run(context, fn);
+  /** Runs `fn(...args)` with `context` as the current message; the arguments spare callers a closure. */
+  run<A extends unknown[], T>(context: MessageContext, fn: (...args: A) => T, ...args: A): T {
+    return this.storage.run(context, fn, ...args);
   }
 
   current(): MessageContext | undefined {

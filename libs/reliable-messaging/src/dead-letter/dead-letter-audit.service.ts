@@ -1,7 +1,7 @@
 import { appendFile, readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Inject, Injectable } from '@nestjs/common';
-import { v7 as uuidv7 } from 'uuid';
+import { uuidv7 } from '../envelope/uuid-v7';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { errorMessage } from '../util/error-text';

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { Inject, Injectable } from '@nestjs/common';
-import { v7 as uuidv7 } from 'uuid';
+import { uuidv7 } from './uuid-v7';
 import { HEADERS, JSON_CONTENT_TYPE } from '../reliable-messaging.constants';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';

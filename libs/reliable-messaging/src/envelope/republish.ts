@@ -1,5 +1,5 @@
 import type { Message } from 'amqplib';
-import { v7 as uuidv7 } from 'uuid';
+import { uuidv7 } from './uuid-v7';
 import type { OutboundMessage } from './envelope';
 
 /**

@@ -38,6 +38,11 @@ describe('parseJsonBody', () => {
     expect(parseJsonBody(body)).toEqual({ a: 1 });
   });
 
+  it('strips a second byte order mark, as secure-json-parse does', () => {
+    const mark = Buffer.from([0xef, 0xbb, 0xbf]);
+    expect(parseJsonBody(Buffer.concat([mark, mark, Buffer.from('{"a":1}')]))).toEqual({ a: 1 });
+  });
+
   it.each([
     ['a truncated object', '{"orderId": "o-1", '],
     ['single quotes', "{'a': 1}"],
@@ -68,6 +73,7 @@ describe('parseJsonBody', () => {
     ['an escaped __proto__ key', '{"\\u005f_proto__":{"polluted":"yes"}}'],
     ['a constructor.prototype key', '{"constructor":{"prototype":{"polluted":"yes"}}}'],
     ['a nested constructor.prototype key', '{"x":{"constructor":{"prototype":{"polluted":"yes"}}}}'],
+    ['an escaped constructor.prototype key', '{"\\u0063onstructor":{"prototype":{"polluted":"yes"}}}'],
   ])('refuses %s as forbidden-key and pollutes nothing', (_what, text) => {
     const error = refusal(Buffer.from(text, 'utf8'));
     expect(error.reason).toBe('forbidden-key');

@@ -1,7 +1,8 @@
-import type { MessageMiddleware } from '../pipeline/message-middleware';
+import { callNext, type MessageMiddleware } from '../pipeline/message-middleware';
 import { HandlerDeadlineExceededError } from '../errors/handler-deadline-exceeded.error';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
 import type { MessagingMetrics } from './messaging-metrics.service';
+import { OTHER_TYPE } from './message-type-label';
 
 interface LabelSet {
   labels: { queue: string; type: string };
@@ -15,41 +16,46 @@ interface LabelSet {
  * (`rm_consumer_lag_seconds`, from the envelope's `occurredAt`). Errors pass through unchanged.
  */
 export function metricsMiddleware(metrics: MessagingMetrics): MessageMiddleware {
-  // The label objects of each (queue, bounded type) pair, made once: prom-client only reads them.
-  const labelSets = new Map<string, LabelSet>();
+  // The label objects of each message type the consumer labels as itself, made once: prom-client only reads
+  // them. Keyed by the delivery's `type` property; every other type shares the `other` set, so a forged type
+  // never grows the map.
+  const labelSets = new Map<unknown, LabelSet>();
+  let otherSet: LabelSet | undefined;
   const labelSetOf = (delivery: InboundDelivery): LabelSet => {
+    const type: unknown = delivery.raw.properties.type;
+    const known = labelSets.get(type);
+    if (known) return known;
     const labels = metrics.labelsOf(delivery);
-    const key = `${labels.queue}\u0000${labels.type}`;
-    let set = labelSets.get(key);
-    if (!set) {
-      set = {
-        labels,
-        success: { ...labels, outcome: 'success' },
-        failure: { ...labels, outcome: 'failure' },
-      };
-      labelSets.set(key, set);
-    }
+    if (labels.type === OTHER_TYPE && otherSet) return otherSet;
+    const set: LabelSet = {
+      labels,
+      success: { ...labels, outcome: 'success' },
+      failure: { ...labels, outcome: 'failure' },
+    };
+    if (labels.type === OTHER_TYPE) otherSet = set;
+    else labelSets.set(type, set);
     return set;
   };
-  return (next) => async (delivery) => {
-    const started = performance.now();
-    let outcome: 'success' | 'failure' = 'success';
-    try {
-      await next(delivery);
-    } catch (error) {
-      outcome = 'failure';
-      if (error instanceof HandlerDeadlineExceededError)
-        metrics.deadlineExceeded.inc({ queue: delivery.consumer.queue });
-      throw error;
-    } finally {
-      const set = labelSetOf(delivery);
-      const labels = set.labels;
-      metrics.handlerDuration.observe(set[outcome], (performance.now() - started) / 1000);
-      (outcome === 'success' ? metrics.consumed : metrics.failed).inc(labels);
-      const occurredAt = delivery.envelope?.occurredAt.getTime();
-      if (occurredAt !== undefined && Number.isFinite(occurredAt)) {
-        metrics.consumerLag.observe(labels, Math.max(0, Date.now() - occurredAt) / 1000);
-      }
+  const record = (delivery: InboundDelivery, started: number, outcome: 'success' | 'failure'): void => {
+    const set = labelSetOf(delivery);
+    const labels = set.labels;
+    metrics.handlerDuration.observe(set[outcome], (performance.now() - started) / 1000);
+    (outcome === 'success' ? metrics.consumed : metrics.failed).inc(labels);
+    const occurredAt = delivery.envelope?.occurredAt.getTime();
+    if (occurredAt !== undefined && Number.isFinite(occurredAt)) {
+      metrics.consumerLag.observe(labels, Math.max(0, Date.now() - occurredAt) / 1000);
     }
+  };
+  return (next) => (delivery) => {
+    const started = performance.now();
+    return callNext(next, delivery).then(
+      () => record(delivery, started, 'success'),
+      (error: unknown) => {
+        if (error instanceof HandlerDeadlineExceededError)
+          metrics.deadlineExceeded.inc({ queue: delivery.consumer.queue });
+        record(delivery, started, 'failure');
+        throw error;
+      },
+    );
   };
 }

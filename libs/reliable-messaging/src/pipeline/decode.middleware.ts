@@ -1,22 +1,27 @@
-import { plainToInstance } from 'class-transformer';
-import { validate, type ValidationError } from 'class-validator';
 import { InvalidMessageError } from '../errors/invalid-message.error';
 import { readAttempt, readEnvelope } from '../envelope/envelope-reader';
 import { parseJsonBody } from '../envelope/safe-json';
 import { parseSchemaVersion } from '../decorators/message-type.decorator';
 import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { InboundDelivery } from './inbound-delivery';
 import type { MessageMiddleware } from './message-middleware';
+import { payloadValidator } from './payload-validator';
 
 /**
  * Reads the envelope and turns the body into the handler's payload: size limit, content type, strict UTF-8,
  * JSON without prototype keys, accepted type and schema major version, then class-validator. Unknown
  * properties are stripped rather than refused, so producers can add optional fields before consumers deploy.
- * Every refusal is an InvalidMessageError, which is never retried.
+ * Every refusal is an InvalidMessageError, which is never retried. All of it is synchronous unless the message
+ * class has asynchronous constraints, so a delivery usually passes without a promise of this stage's own.
  */
 export function decodeMiddleware(consumer: ConsumerDefinition, maxPayloadBytes: number): MessageMiddleware {
   const acceptedTypes = new Set(consumer.messageTypes);
   const acceptedMajors = new Set(consumer.acceptedMajorVersions);
-  return (next) => async (delivery) => {
+  const validatePayload = consumer.messageClass ? payloadValidator(consumer.messageClass) : undefined;
+  // The major version of the last schema version seen: a consumer's messages mostly share one.
+  let lastVersion: string | undefined;
+  let lastMajor: number | undefined;
+  const decode = (delivery: InboundDelivery): unknown => {
     delivery.attempt = readAttempt(delivery.raw);
     const envelope = readEnvelope(delivery.raw);
     delivery.envelope = envelope;
@@ -32,7 +37,11 @@ export function decodeMiddleware(consumer: ConsumerDefinition, maxPayloadBytes: 
         `'${envelope.type}' is not handled by ${consumer.name} (accepts ${[...acceptedTypes].join(', ')})`,
       );
     }
-    const major = parseSchemaVersion(envelope.schemaVersion)?.major;
+    if (envelope.schemaVersion !== lastVersion) {
+      lastVersion = envelope.schemaVersion;
+      lastMajor = parseSchemaVersion(lastVersion)?.major;
+    }
+    const major = lastMajor;
     if (acceptedMajors.size > 0 && (major === undefined || !acceptedMajors.has(major))) {
       throw new InvalidMessageError(
         'unsupported-schema-version',
@@ -40,31 +49,22 @@ export function decodeMiddleware(consumer: ConsumerDefinition, maxPayloadBytes: 
       );
     }
     const body = parseJsonBody(delivery.raw.content);
-    delivery.payload = consumer.messageClass ? await toMessage(consumer.messageClass, body) : body;
-    await next(delivery);
+    return validatePayload ? validatePayload(body) : body;
   };
-}
-
-async function toMessage(messageClass: new () => object, body: unknown): Promise<object> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new InvalidMessageError('validation-failed', 'body must be a JSON object');
-  }
-  const instance = plainToInstance(messageClass, body);
-  const errors = await validate(instance, {
-    whitelist: true,
-    forbidNonWhitelisted: false,
-    forbidUnknownValues: true,
-  });
-  if (errors.length > 0) {
-    throw new InvalidMessageError('validation-failed', describe(errors).join('; '));
-  }
-  return instance;
-}
-
-function describe(errors: ValidationError[], path = ''): string[] {
-  return errors.flatMap((error) => {
-    const here = path ? `${path}.${error.property}` : error.property;
-    const own = Object.values(error.constraints ?? {}).map((text) => `${here}: ${text}`);
-    return [...own, ...describe(error.children ?? [], here)];
-  });
+  return (next) => (delivery) => {
+    let payload: unknown;
+    try {
+      payload = decode(delivery);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (payload instanceof Promise) {
+      return payload.then((validated: unknown) => {
+        delivery.payload = validated;
+        return next(delivery);
+      });
+    }
+    delivery.payload = payload;
+    return next(delivery);
+  };
 }

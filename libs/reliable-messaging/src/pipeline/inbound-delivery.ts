@@ -5,6 +5,7 @@ import type { ConsumerDefinition } from '../consuming/consumer-definition';
 import type { MessageContext } from '../context/message-context';
 import type { HandlerDeadline } from '../flow-control/handler-deadline';
 import type { AckBatcher } from '../consuming/ack-batcher';
+import { DeliveryContext, type AttemptAbort } from './delivery-context';
 
 /**
  * One delivery on its way through the pipeline. Stages fill it in (the envelope and payload after decoding,
@@ -14,7 +15,7 @@ import type { AckBatcher } from '../consuming/ack-batcher';
 export class InboundDelivery {
   readonly receivedAt = Date.now();
   /** The current attempt's abort controller, made on first use: most handlers never look at their signal. */
-  private attemptAbort: { controller?: AbortController } = {};
+  private attemptAbort: AttemptAbort = {};
   envelope?: Envelope;
   attempt = 1;
   payload?: unknown;
@@ -83,24 +84,16 @@ export class InboundDelivery {
   /** The context handed to the handler. Requires the envelope, so only valid after decoding. */
   toContext(): MessageContext {
     if (!this.envelope) throw new Error('the envelope is read before the handler runs');
-    const deadlineOf = (): Date | undefined => this.deadline?.deadline;
-    const attemptAbort = this.attemptAbort;
-    return {
-      envelope: this.envelope,
-      attempt: this.attempt,
-      redelivered: this.raw.fields.redelivered,
-      queue: this.consumer.queue,
-      consumer: this.consumer.name,
-      raw: this.raw,
-      get signal() {
-        return (attemptAbort.controller ??= new AbortController()).signal;
-      },
-      get deadline() {
-        return deadlineOf();
-      },
-      extendDeadline: (ms: number) => this.deadline?.extend(ms),
-      manager: this.manager,
-    };
+    return new DeliveryContext(
+      this.envelope,
+      this.attempt,
+      this.consumer.queue,
+      this.consumer.name,
+      this.raw,
+      this.manager,
+      this.attemptAbort,
+      this,
+    );
   }
 
   private settle(action: () => void): boolean {

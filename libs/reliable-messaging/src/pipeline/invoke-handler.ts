@@ -9,8 +9,13 @@ export type NestHandler = (...args: unknown[]) => Promise<unknown>;
  * message context storage so that what it publishes inherits correlation and causation.
  */
 export function invokeHandler(handler: NestHandler, storage: MessageContextStorage): MessageHandler {
-  return async (delivery) => {
-    const context = delivery.toContext();
-    await storage.run(context, () => handler(delivery.payload, context));
+  return (delivery) => {
+    try {
+      const context = delivery.toContext();
+      // The handler's result is never read: the stages above only wait for it to settle.
+      return storage.run(context, handler, delivery.payload, context) as Promise<void>;
+    } catch (error) {
+      return Promise.reject(error);
+    }
   };
 }

@@ -14,6 +14,7 @@ import {
 import type { OutboundMessage } from '../envelope/envelope';
 import { amqpHeaderGetter, amqpHeaderSetter } from './header-carrier';
 import { ATTR, MESSAGING_SYSTEM, TRACER_NAME } from './messaging-semconv';
+import { isTracingRegistered } from './tracing-registered';
 
 // NOTE: the tracer is looked up on each use rather than kept: a tracer taken before an SDK is registered (or
 // after one is replaced, as tests do) would keep reporting to the provider of that moment. With no SDK every
@@ -46,8 +47,10 @@ export function creationContextOf(headers: Record<string, unknown> | undefined):
  * Gives a new message its creation context: a PRODUCER `create <exchange>` span, child of the active context
  * (the HTTP request or the handler that publishes), injected into the headers and ended at once. The outbox row
  * stores these headers, so the relay's later publish and every consumer join the trace of the request.
+ * Without a tracer provider or propagator registered there is nothing to inject.
  */
 export function injectCreationContext(headers: Record<string, unknown>, message: CreatedMessage): void {
+  if (!isTracingRegistered()) return;
   const span = tracer().startSpan(`create ${message.exchange}`, {
     kind: SpanKind.PRODUCER,
     attributes: {
@@ -70,8 +73,13 @@ export function injectCreationContext(headers: Record<string, unknown>, message:
  * Its parent is the active span when there is one (a direct publish), else the creation context (the relay,
  * which runs outside any request), so the send shows up in the trace that created the message. The span is
  * CLIENT when the message carries a creation context (its own context is not injected) and PRODUCER otherwise.
+ * Without a tracer provider or propagator registered it only runs `publish`.
  */
-export async function traceSend<T>(message: OutboundMessage, publish: () => Promise<T>): Promise<T> {
+export function traceSend<T>(message: OutboundMessage, publish: () => Promise<T>): Promise<T> {
+  return isTracingRegistered() ? tracedSend(message, publish) : publish();
+}
+
+async function tracedSend<T>(message: OutboundMessage, publish: () => Promise<T>): Promise<T> {
   const creation = creationContextOf(message.properties.headers);
   const active = context.active();
   const activeSpan = trace.getSpanContext(active);

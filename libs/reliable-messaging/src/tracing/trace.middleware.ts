@@ -1,8 +1,9 @@
-import { context, propagation, ProxyTracerProvider, trace } from '@opentelemetry/api';
+import { context } from '@opentelemetry/api';
 import type { ConsumerDefinition } from '../consuming/consumer-definition';
 import type { MessageHandler, MessageMiddleware } from '../pipeline/message-middleware';
 import { ATTR } from './messaging-semconv';
 import { recordFailure, startProcessSpan } from './messaging-tracer';
+import { isTracingRegistered } from './tracing-registered';
 
 /**
  * Runs the rest of the pipeline in a CONSUMER `process <queue>` span whose parent is the trace context the
@@ -38,18 +39,4 @@ export function traceMiddleware(consumer: ConsumerDefinition): MessageMiddleware
     };
     return (delivery) => (isTracingRegistered() ? traced(delivery) : next(delivery));
   };
-}
-
-const NOOP_TRACER_PROVIDER = new ProxyTracerProvider().getDelegate();
-
-/**
- * Whether a span or a propagated context could come of this delivery: a tracer provider or a propagator is
- * registered. Checked per delivery (a few property reads), since an SDK may be registered after startup.
- */
-export function isTracingRegistered(): boolean {
-  const provider = trace.getTracerProvider();
-  return (
-    !(provider instanceof ProxyTracerProvider && provider.getDelegate() === NOOP_TRACER_PROVIDER) ||
-    propagation.fields().length > 0
-  );
 }
