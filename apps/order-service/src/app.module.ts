@@ -47,6 +47,7 @@ import { ObservabilityModule } from './observability/observability.module';
         connectionName: 'order-service',
         dataSource,
         retry: config.retry,
+        shutdownTimeoutMs: config.shutdownTimeoutMs,
         ...toolModeMessagingOptions(),
       }),
     }),

@@ -8,6 +8,7 @@ describe('loadAppConfig', () => {
       databaseUrl: 'postgres://postgres@127.0.0.1:5432/test',
       port: 3000,
       messaging: expect.objectContaining({ exchange: 'events' }),
+      shutdownTimeoutMs: 25_000,
       receipt: { latencyMs: 20, failureRate: 0 },
       retry: { maxAttempts: 6, initialDelayMs: 1000, maxDelayMs: 60_000 },
     });
@@ -19,6 +20,7 @@ describe('loadAppConfig', () => {
       DATABASE_URL: 'postgresql://app@db:5432/orders',
       PORT: '0',
       MESSAGING_NAMESPACE: 'blue',
+      SHUTDOWN_TIMEOUT_MS: '40000',
       RECEIPT_LATENCY_MS: '5',
       RECEIPT_FAILURE_RATE: '0.25',
       RETRY_MAX_ATTEMPTS: '8',
@@ -31,6 +33,7 @@ describe('loadAppConfig', () => {
       databaseUrl: 'postgresql://app@db:5432/orders',
       port: 0,
       messaging: expect.objectContaining({ exchange: 'blue.events' }),
+      shutdownTimeoutMs: 40_000,
       receipt: { latencyMs: 5, failureRate: 0.25 },
       retry: { maxAttempts: 8, initialDelayMs: 100, maxDelayMs: 1000 },
     });
@@ -41,6 +44,7 @@ describe('loadAppConfig', () => {
     ['PORT', '70000', "PORT must be an integer from 0 to 65535; got '70000'"],
     ['RECEIPT_FAILURE_RATE', '5%', "RECEIPT_FAILURE_RATE must be a number from 0 to 1; got '5%'"],
     ['RETRY_MAX_ATTEMPTS', '0', "RETRY_MAX_ATTEMPTS must be an integer from 1 to 100; got '0'"],
+    ['SHUTDOWN_TIMEOUT_MS', '0', "SHUTDOWN_TIMEOUT_MS must be an integer from 1 to 3600000; got '0'"],
     ['RECEIPT_LATENCY_MS', '1.5', "RECEIPT_LATENCY_MS must be an integer from 0 to 60000; got '1.5'"],
     [
       'DATABASE_URL',

@@ -10,6 +10,11 @@ export interface AppConfig {
   port: number;
   /** Exchange and queues, under `MESSAGING_NAMESPACE` when set. Default: no namespace. */
   messaging: MessagingNames;
+  /**
+   * `SHUTDOWN_TIMEOUT_MS`: how long graceful shutdown waits for handlers in flight (the module's
+   * `shutdownTimeoutMs`); keep it below the pod's terminationGracePeriodSeconds. Default: 25000.
+   */
+  shutdownTimeoutMs: number;
   /** The stand-in receipt service. */
   receipt: {
     /** `RECEIPT_LATENCY_MS`: mean latency of a call; each call takes 0.5 to 1.5 times this. Default: 20. */
@@ -34,6 +39,7 @@ export const APP_CONFIG = Symbol('APP_CONFIG');
 export const DEFAULT_AMQP_URL = 'amqp://guest:guest@127.0.0.1:5672';
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 export const DEFAULT_PORT = 3000;
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;
 export const DEFAULT_RECEIPT_LATENCY_MS = 20;
 export const DEFAULT_RECEIPT_FAILURE_RATE = 0;
 export const DEFAULT_RETRY_MAX_ATTEMPTS = 6;
@@ -53,6 +59,11 @@ export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     databaseUrl,
     port: readNumber(env, 'PORT', DEFAULT_PORT, { min: 0, max: 65_535, integer: true }),
     messaging: messagingNames(env.MESSAGING_NAMESPACE),
+    shutdownTimeoutMs: readNumber(env, 'SHUTDOWN_TIMEOUT_MS', DEFAULT_SHUTDOWN_TIMEOUT_MS, {
+      min: 1,
+      max: 3_600_000,
+      integer: true,
+    }),
     receipt: {
       latencyMs: readNumber(env, 'RECEIPT_LATENCY_MS', DEFAULT_RECEIPT_LATENCY_MS, {
         min: 0,
