@@ -20,8 +20,8 @@ function definition(options: Partial<ConsumeOptions> = {}): ConsumerDefinition {
     deadLetterQueue: `${all.queue}.dlq`,
     exchange: 'events',
     bindings: ['order.placed', 'order.amended'],
-    queueType: 'quorum',
-    queueArguments: queueArguments(all.queue, 'quorum', {}),
+    queueType: all.queueType ?? 'quorum',
+    queueArguments: queueArguments(all.queue, all.queueType ?? 'quorum', {}),
     concurrency: all.concurrency ?? 10,
     prefetch: all.prefetch ?? 10,
     messageTypes: ['order.placed'],
@@ -81,6 +81,17 @@ describe('planConsumerOrdering', () => {
     ]);
     expect(plan({ ordering: 'queue' }).warnings).toEqual([]);
     expect(plan({ ordering: 'queue', concurrency: 1 }).warnings).toEqual([]);
+  });
+
+  it('says at startup that an ordered consumer on a classic queue cannot bound crash loops', () => {
+    for (const ordering of ['queue', { by: 'key', partitions: 4 }] as const) {
+      expect(plan({ ordering, queueType: 'classic' }).warnings).toEqual([
+        expect.stringMatching(
+          /^Billing\.onOrderPlaced: .*classic queue does not keep.*use queueType 'quorum'/,
+        ),
+      ]);
+    }
+    expect(plan({ queueType: 'classic' }).warnings).toEqual([]);
   });
 
   it('turns ordering by key into one single-active-consumer queue per partition, each with its own dead-letter queue', () => {

@@ -43,6 +43,13 @@ export function planConsumerOrdering(
           : ''),
     );
   }
+  if (definition.queueType === 'classic') {
+    warn(
+      `${name}: an ordered consumer handles a redelivery in place and bounds crash loops with the quorum queue's ` +
+        'x-delivery-count, which a classic queue does not keep: a message that crashes every replica is ' +
+        "redelivered without end; use queueType 'quorum' (the default)",
+    );
+  }
   const extra = { ...(options.queueArguments ?? {}), 'x-single-active-consumer': true };
   const ordered = (queue: string, own: ConsumerOrdering): ConsumerDefinition => ({
     ...definition,
