@@ -76,17 +76,8 @@ export class OutboxCommitSignal implements OnModuleInit, OnApplicationShutdown {
     this.notifying ??= this.sendNotifications(dataSource);
   }
 
-  /** Sends NOTIFYs while commits ask for one, at most one per NOTIFY_INTERVAL_MS. */
+  /** Sends NOTIFYs while commits ask for one, at most one per NOTIFY_INTERVAL_MS. Never rejects. */
   private async sendNotifications(dataSource: DataSource): Promise<void> {
-    try {
-      await this.notifyWhileAsked(dataSource);
-    } finally {
-      // In the same turn as the loop's last check, so a commit after it starts a new round.
-      this.notifying = undefined;
-    }
-  }
-
-  private async notifyWhileAsked(dataSource: DataSource): Promise<void> {
     while (this.notifyAgain) {
       const wait = this.lastNotifiedAt + NOTIFY_INTERVAL_MS - Date.now();
       if (wait > 0) await sleep(wait);
@@ -106,5 +97,7 @@ export class OutboxCommitSignal implements OnModuleInit, OnApplicationShutdown {
         this.notifyFailed = true;
       }
     }
+    // In the same turn as the loop's last check, so a commit after it starts a new round.
+    this.notifying = undefined;
   }
 }
