@@ -61,6 +61,7 @@ export class EnvelopeFactory {
       exchange,
       routingKey,
       body,
+      orderingKey,
       properties: {
         messageId,
         type,

@@ -34,6 +34,11 @@ export interface OutboundMessage {
   routingKey: string;
   body: Buffer;
   properties: OutboundProperties;
+  /**
+   * The message's own ordering key, when it has one: the outbox keeps a key's messages in order. The
+   * `rm-ordering-key` header carries the message id instead when it has none, which orders it with nothing else.
+   */
+  orderingKey?: string;
 }
 
 /** The AMQP properties of an outgoing message; this module's own messages set every one. */

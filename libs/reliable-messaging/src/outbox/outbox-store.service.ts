@@ -1,6 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import { HEADERS } from '../reliable-messaging.constants';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import type { OutboundMessage, OutboundProperties } from '../envelope/envelope';
@@ -70,10 +69,6 @@ export class OutboxStore {
 
   /** Writes a message in the caller's transaction. */
   async insert(manager: EntityManager, message: OutboundMessage): Promise<void> {
-    // A message without an ordering key of its own carries its id as its key (EnvelopeFactory): ordered with
-    // nothing but itself, so its row stays keyless, off the key index and free of the relay's key locks.
-    const header = message.properties.headers[HEADERS.orderingKey];
-    const orderingKey = typeof header === 'string' && header !== message.properties.messageId ? header : null;
     await preparedQuery(
       manager,
       'rm_outbox_insert',
@@ -85,7 +80,9 @@ export class OutboxStore {
         message.routingKey,
         JSON.stringify(message.properties),
         message.body,
-        orderingKey,
+        // A message without a key of its own is ordered with nothing else: its row stays keyless, off the key
+        // index and free of the relay's key locks.
+        message.orderingKey ?? null,
       ],
     );
   }
