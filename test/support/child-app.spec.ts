@@ -4,14 +4,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChildApp } from './child-app';
 
-/** A stand-in for a compiled app: says it is ready, echoes GREETING and NODE_OPTIONS, drains on SIGTERM. */
+/**
+ * A stand-in for a compiled app: says it is ready, echoes GREETING and NODE_OPTIONS, drains on SIGTERM. The
+ * SIGTERM handler is installed before 'ready' is printed: until a listener exists the signal's default action
+ * (terminate) applies, and the spec sends it as soon as it reads that line.
+ */
 const FAKE_APP = `
-console.log('ready pid=' + process.pid);
-console.error('greeting=' + process.env.GREETING + ' node_options=' + (process.env.NODE_OPTIONS ?? 'unset'));
 process.on('SIGTERM', () => {
   console.log('draining');
   setTimeout(() => process.exit(3), 20);
 });
+console.log('ready pid=' + process.pid);
+console.error('greeting=' + process.env.GREETING + ' node_options=' + (process.env.NODE_OPTIONS ?? 'unset'));
 setInterval(() => undefined, 1000);
 `;
 
