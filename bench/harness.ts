@@ -180,10 +180,16 @@ export function formatTable(comparisons: Comparison[]): string {
     lines.push(
       `| ${comparison.suite} | ${comparison.scenario} | ${Math.round(baseline)} | ${Math.round(candidate)} | ` +
         `${ratio.toFixed(2)}x | ${wanted || '—'} | ${wanted ? (met ? 'yes' : 'NO') : '—'} | ` +
-        `${Math.round(medianCpuPerMessage(comparison.baseline))} | ${Math.round(medianCpuPerMessage(comparison.candidate))} |`,
+        `${cpuCell(comparison.baseline)} | ${cpuCell(comparison.candidate)} |`,
     );
   }
   return lines.join('\n');
+}
+
+/** The median CPU µs per message of runs, or a dash when another process did the work (NaN). */
+function cpuCell(measurements: Measurement[]): string {
+  const micros = medianCpuPerMessage(measurements);
+  return Number.isFinite(micros) ? String(Math.round(micros)) : '—';
 }
 
 /** The `p`-th percentile (0..100) of `samples`, nearest rank. */

@@ -11,6 +11,7 @@ import {
 } from '@app/reliable-messaging';
 import { benchMessage, rawEnvelope } from './bench-message';
 import { createBenchDatabase, type BenchDatabase } from './bench-database';
+import { pgbenchFloor } from './pgbench-floor';
 import {
   alternate,
   AMQP_URL,
@@ -392,6 +393,9 @@ export const outboxSuite: Suite = {
     const db = await createBenchDatabase(SHOP_TABLES);
     try {
       const comparisons = await writeCost(db, prefix);
+      comparisons.push(
+        ...(await pgbenchFloor(db, `${prefix}.events`, TRANSACTIONS, CONCURRENT_TRANSACTIONS)),
+      );
       comparisons.push(await relayThroughput(db, prefix, 'quorum', 0));
       comparisons.push(await relayThroughput(db, prefix, 'classic', 0));
       comparisons.push(await relayThroughput(db, prefix, 'quorum', 100));
