@@ -42,6 +42,21 @@ function outboxRowVariables(): string[] {
   return [`--define=properties=${JSON.stringify(properties)}`, `--define=body=\\x${body.toString('hex')}`];
 }
 
+/**
+ * The connection as libpq's environment variables, so that no password stands in pgbench's command line (where
+ * `ps` and a failed command's error message would show it).
+ */
+function libpqEnvironment(url: string): Record<string, string> {
+  const { hostname, port, username, password, pathname } = new URL(url);
+  return {
+    PGHOST: hostname,
+    PGPORT: port || '5432',
+    PGUSER: decodeURIComponent(username),
+    PGPASSWORD: decodeURIComponent(password),
+    PGDATABASE: decodeURIComponent(pathname.slice(1)),
+  };
+}
+
 /** True when PostgreSQL's pgbench is on the PATH. */
 function havePgbench(): boolean {
   return spawnSync('pgbench', ['--version'], { stdio: 'ignore' }).status === 0;
@@ -72,19 +87,24 @@ export async function pgbenchFloor(
       return path;
     };
     const perClient = Math.max(1, Math.ceil(transactions / clients));
+    const variables = outboxRowVariables();
+    const env = { ...process.env, ...libpqEnvironment(db.url) };
     const measure = async (path: string): Promise<Measurement> => {
       await dataSource.query('TRUNCATE orders, order_items, rm_outbox');
-      const { stdout } = await run('pgbench', [
-        '--no-vacuum',
-        '--protocol=prepared',
-        `--client=${clients}`,
-        '--jobs=2',
-        `--transactions=${perClient}`,
-        '--define=i=0',
-        ...outboxRowVariables(),
-        `--file=${path}`,
-        db.url,
-      ]);
+      const { stdout } = await run(
+        'pgbench',
+        [
+          '--no-vacuum',
+          '--protocol=prepared',
+          `--client=${clients}`,
+          '--jobs=2',
+          `--transactions=${perClient}`,
+          '--define=i=0',
+          ...variables,
+          `--file=${path}`,
+        ],
+        { env },
+      );
       const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(stdout);
       if (!tps) throw new Error(`pgbench printed no tps line:\n${stdout}`);
       const messages = perClient * clients;
