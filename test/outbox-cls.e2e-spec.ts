@@ -10,8 +10,8 @@ const FIXTURE = `${process.env.RM_TEST_DIST ?? 'dist'}/test/fixtures/outbox-app.
  * The contract apps build on, in an app wired as the order service is (TypeORM, nestjs-cls with its
  * transactional plugin, the module on the app's DataSource). It runs as a child process because nestjs-cls
  * cannot load under Jest on Node 20. The fixture's scenarios: `@Transactional()` with `publish()` inside,
- * committing and rolling back; `@Transactional() @Publish()` on one method; `@Publish()` alone; `publish()`
- * outside any transaction.
+ * committing and rolling back; `@Transactional() @Publish()` on one method, returning one event and an array of
+ * them; `@Publish()` alone; `publish()` outside any transaction.
  */
 describe('outbox with nestjs-cls transactions', () => {
   let db: MessagingDatabase;
@@ -49,22 +49,32 @@ describe('outbox with nestjs-cls transactions', () => {
   });
 
   it('commits each order with its OrderPlaced and relays it; a rolled-back order leaves neither', async () => {
-    const messages = await broker.waitForMessages(audit, 3);
+    const messages = await broker.waitForMessages(audit, 5);
     await new Promise((resolve) => setTimeout(resolve, 300));
     messages.push(...(await broker.getAll(audit)));
 
     const orderIds = messages.map(
       (message) => (JSON.parse(message.content.toString()) as { orderId: string }).orderId,
     );
-    expect(orderIds).toEqual(['committed', 'decorated', 'decorated-no-transactional']);
+    expect(orderIds).toEqual([
+      'committed',
+      'decorated',
+      'decorated-batch-1',
+      'decorated-batch-2',
+      'decorated-no-transactional',
+    ]);
     expect(await db.dataSource.query('SELECT id FROM orders ORDER BY id')).toEqual([
       { id: 'committed' },
       { id: 'decorated' },
+      { id: 'decorated-batch-1' },
+      { id: 'decorated-batch-2' },
       { id: 'decorated-no-transactional' },
     ]);
     expect((await outboxRows(db.dataSource)).map((row) => [row.body, row.status])).toEqual([
       ['{"orderId":"committed"}', 'published'],
       ['{"orderId":"decorated"}', 'published'],
+      ['{"orderId":"decorated-batch-1"}', 'published'],
+      ['{"orderId":"decorated-batch-2"}', 'published'],
       ['{"orderId":"decorated-no-transactional"}', 'published'],
     ]);
     expect(app.lines).toContain('fixture: rolled-back failed with order rolled-back fails after its publish');
@@ -78,7 +88,7 @@ describe('outbox with nestjs-cls transactions', () => {
     await app.stop('SIGTERM');
 
     const relayStopped = app.lines.findIndex((line) =>
-      /outbox relay stopped: 3 message\(s\) published, 0 parked/.test(line),
+      /outbox relay stopped: 5 message\(s\) published, 0 parked/.test(line),
     );
     const messagingStopped = app.lines.findIndex((line) => /messaging stopped in \d+ ms/.test(line));
     expect(relayStopped).toBeGreaterThan(-1);

@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { IsString } from 'class-validator';
+import { IsInt, IsOptional, IsString } from 'class-validator';
 import type { GetMessage } from 'amqplib';
-import { HEADERS, MessagePublisher, MessageType, NoTransactionError } from '@app/reliable-messaging';
+import {
+  HEADERS,
+  MessagePublisher,
+  MessageType,
+  NoTransactionError,
+  PayloadTooLargeError,
+} from '@app/reliable-messaging';
 import { createMessagingDatabase, outboxRows, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
@@ -12,6 +18,19 @@ class OrderPlaced {
   @IsString() orderId!: string;
 }
 
+@MessageType({
+  type: 'shop.order-line-added',
+  idempotencyKey: (m: OrderLineAdded) => `order-line-added:${m.orderId}:${m.line}`,
+  orderingKey: (m: OrderLineAdded) => m.orderId,
+})
+class OrderLineAdded {
+  @IsString() orderId!: string;
+  @IsInt() line!: number;
+  @IsOptional() @IsString() note?: string;
+}
+
+const lineAdded = (orderId: string, line: number): OrderLineAdded =>
+  Object.assign(new OrderLineAdded(), { orderId, line });
 const placed = (orderId: string): OrderPlaced => Object.assign(new OrderPlaced(), { orderId });
 const orderIdOf = (message: GetMessage): string =>
   (JSON.parse(message.content.toString()) as OrderPlaced).orderId;
@@ -152,6 +171,59 @@ describe('outbox: a message commits or rolls back with its transaction', () => {
     const earlyRow = rows.find((row) => row.body.includes('"early"'));
     expect(lateRow?.id).toBeLessThan(earlyRow?.id as number);
     expect([lateRow?.status, earlyRow?.status]).toEqual(['published', 'published']);
+  });
+
+  it('publishAll() writes a batch in its order, and the batch commits or rolls back with its transaction', async () => {
+    const batch = [placed('batch'), lineAdded('batch', 1), lineAdded('batch', 2), lineAdded('batch', 3)];
+    const receipts = await db.dataSource.transaction((manager) => publisher.publishAll(batch, { manager }));
+    await expect(
+      db.dataSource.transaction(async (manager) => {
+        await publisher.publishAll([placed('batch-rolled-back'), lineAdded('batch-rolled-back', 1)], {
+          manager,
+        });
+        throw new Error('the business rule fails after the publish');
+      }),
+    ).rejects.toThrow('the business rule fails after the publish');
+    await waitFor(
+      'the four messages of the batch on the audit queue',
+      async () => (await drain()).filter((id) => id === 'batch').length === 4,
+      { timeoutMs: 10_000, intervalMs: 20 },
+    );
+
+    const ids = receipts.map((receipt) => receipt.messageId);
+    expect(new Set(ids).size).toBe(4);
+    const rows = (await outboxRows(db.dataSource)).filter((row) => row.body.includes('"batch'));
+    // One row per message, ids drawn in the batch's order; the lines carry their order's key.
+    expect(rows.map((row) => row.messageId)).toEqual(ids);
+    expect(rows.map((row) => [row.type, row.orderingKey, row.status])).toEqual([
+      ['shop.order-placed', null, 'published'],
+      ['shop.order-line-added', 'batch', 'published'],
+      ['shop.order-line-added', 'batch', 'published'],
+      ['shop.order-line-added', 'batch', 'published'],
+    ]);
+    const lines = received
+      .filter(
+        (message) => message.properties.type === 'shop.order-line-added' && orderIdOf(message) === 'batch',
+      )
+      .map((message) => (JSON.parse(message.content.toString()) as OrderLineAdded).line);
+    expect(lines).toEqual([1, 2, 3]);
+    expect(received.map(orderIdOf)).not.toContain('batch-rolled-back');
+  });
+
+  it('publishAll() with one message that cannot be sent (too large) writes none of the batch', async () => {
+    // Above maxPayloadBytes' default of 256 KiB.
+    const tooLarge = Object.assign(lineAdded('too-large-batch', 2), { note: 'x'.repeat(300 * 1024) });
+    const before = (await outboxRows(db.dataSource)).length;
+
+    await expect(
+      db.dataSource.transaction((manager) =>
+        publisher.publishAll([placed('too-large-batch'), lineAdded('too-large-batch', 1), tooLarge], {
+          manager,
+        }),
+      ),
+    ).rejects.toThrow(PayloadTooLargeError);
+
+    expect(await outboxRows(db.dataSource)).toHaveLength(before);
   });
 
   it('publishes at once with publishNow(), writing no outbox row', async () => {

@@ -80,6 +80,29 @@ describe('publishing with confirms against the real broker', () => {
     ]);
   });
 
+  it('publishAll() without a dataSource sends a batch in its order, each confirmed; one too large sends none', async () => {
+    await expect(
+      app.publisher.publishAll([
+        invoice('batch-refused-1'),
+        invoice('batch-refused-2', 'x'.repeat(MAX_PAYLOAD_BYTES)),
+      ]),
+    ).rejects.toBeInstanceOf(PayloadTooLargeError);
+
+    const receipts = await app.publisher.publishAll([
+      invoice('batch-1'),
+      invoice('batch-2'),
+      invoice('batch-3'),
+    ]);
+
+    const messages = await broker.getAll(invoices);
+    expect(messages.map((m) => JSON.parse(m.content.toString()).invoiceId)).toEqual([
+      'batch-1',
+      'batch-2',
+      'batch-3',
+    ]);
+    expect(messages.map((m) => m.properties.messageId)).toEqual(receipts.map((receipt) => receipt.messageId));
+  });
+
   it('rejects with PublishRejectedError when the broker nacks (a full queue that rejects publishes)', async () => {
     const full = broker.name('full');
     const channel = await broker.openChannel();

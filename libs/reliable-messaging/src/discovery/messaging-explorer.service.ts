@@ -158,7 +158,7 @@ export class MessagingExplorer implements OnModuleInit {
           : result === undefined || result === null
             ? []
             : [result];
-        for (const message of messages) await publisher.publish(message as object, options);
+        if (messages.length > 0) await publisher.publishAll(messages as object[], options);
         return result;
       });
     };

@@ -46,6 +46,23 @@ export interface ParkedRow {
   parkedAt: Date;
 }
 
+const INSERT_COLUMNS =
+  'INSERT INTO "rm_outbox" ("message_id", "exchange", "routing_key", "properties", "body", "ordering_key")';
+
+/** A message's values for INSERT_COLUMNS. */
+function rowValues(message: OutboundMessage): unknown[] {
+  return [
+    message.properties.messageId,
+    message.exchange,
+    message.routingKey,
+    JSON.stringify(message.properties),
+    message.body,
+    // A message without a key of its own is ordered with nothing else: its row stays keyless, off the key index
+    // and free of the relay's key locks.
+    message.orderingKey ?? null,
+  ];
+}
+
 interface StoredRow {
   id: string;
   exchange: string;
@@ -67,23 +84,29 @@ interface StoredRow {
 export class OutboxStore {
   constructor(@Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions) {}
 
-  /** Writes a message in the caller's transaction. */
-  async insert(manager: EntityManager, message: OutboundMessage): Promise<void> {
+  /** Writes messages in the caller's transaction, with one statement, in their order. */
+  async insert(manager: EntityManager, messages: readonly OutboundMessage[]): Promise<void> {
+    if (messages.length === 1) {
+      await preparedQuery(
+        manager,
+        'rm_outbox_insert',
+        `${INSERT_COLUMNS} VALUES ($1, $2, $3, $4, $5, $6)`,
+        rowValues(messages[0]),
+      );
+      return;
+    }
+    // One array per column, unnested into rows. The ORDER BY on the arrays' positions makes the ids follow the
+    // messages' order, which the relay keeps per ordering key.
+    const columns: unknown[][] = [[], [], [], [], [], []];
+    for (const message of messages)
+      rowValues(message).forEach((value, column) => columns[column].push(value));
     await preparedQuery(
       manager,
-      'rm_outbox_insert',
-      `INSERT INTO "rm_outbox" ("message_id", "exchange", "routing_key", "properties", "body", "ordering_key") ` +
-        `VALUES ($1, $2, $3, $4, $5, $6)`,
-      [
-        message.properties.messageId,
-        message.exchange,
-        message.routingKey,
-        JSON.stringify(message.properties),
-        message.body,
-        // A message without a key of its own is ordered with nothing else: its row stays keyless, off the key
-        // index and free of the relay's key locks.
-        message.orderingKey ?? null,
-      ],
+      'rm_outbox_insert_many',
+      `${INSERT_COLUMNS} SELECT m, e, r, p, b, k ` +
+        `FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::bytea[], $6::text[]) ` +
+        `WITH ORDINALITY AS batch (m, e, r, p, b, k, position) ORDER BY position`,
+      columns,
     );
   }
 

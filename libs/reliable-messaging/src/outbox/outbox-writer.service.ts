@@ -29,9 +29,13 @@ export class OutboxWriter {
     return this.options.dataSource !== undefined;
   }
 
-  /** Writes `message` in `manager`'s transaction, or in the current one. */
-  async write(message: OutboundMessage, manager?: EntityManager): Promise<void> {
-    const type = message.properties.type ?? message.routingKey;
+  /**
+   * Writes `messages` in `manager`'s transaction, or in the current one, with one statement, in their order
+   * (so the relay sends them in that order where they share an ordering key).
+   */
+  async write(messages: readonly OutboundMessage[], manager?: EntityManager): Promise<void> {
+    if (messages.length === 0) return;
+    const type = messages[0].properties.type ?? messages[0].routingKey;
     const target = manager ?? (await this.transactions.currentManager());
     if (!target) throw new NoTransactionError(type);
     if (manager) {
@@ -49,7 +53,7 @@ export class OutboxWriter {
           'so the message could not commit with it; publish inside a transaction of that DataSource',
       );
     }
-    await this.store.insert(target, message);
+    await this.store.insert(target, messages);
     this.commits.wrote(target);
   }
 }

@@ -32,8 +32,25 @@ export class MessagePublisher {
   async publish(message: object, options: PublishOptions = {}): Promise<PublishReceipt> {
     if (!this.outbox.enabled) return this.publishNow(message, options);
     const outbound = this.envelopes.create(message, options);
-    await this.outbox.write(outbound, options.manager);
+    await this.outbox.write([outbound], options.manager);
     return { messageId: outbound.properties.messageId };
+  }
+
+  /**
+   * Publishes several messages like `publish()`, in their order. Every envelope is built (keys checked, size
+   * limited) before anything is written or sent, so one message that cannot be sent publishes none. With a
+   * `dataSource` their outbox rows are written with one statement, whatever their number; without one they are
+   * sent one after the other, each confirmed before the next. The options apply to every message: leave
+   * `idempotencyKey` and `orderingKey` to the message classes unless the whole batch shares them.
+   */
+  async publishAll(messages: readonly object[], options: PublishOptions = {}): Promise<PublishReceipt[]> {
+    const outbound = messages.map((message) => this.envelopes.create(message, options));
+    if (this.outbox.enabled) {
+      await this.outbox.write(outbound, options.manager);
+    } else {
+      for (const each of outbound) await this.confirms.publish(each);
+    }
+    return outbound.map((each) => ({ messageId: each.properties.messageId }));
   }
 
   /** Sends at once and waits for the broker's confirm; not tied to any database transaction. */
