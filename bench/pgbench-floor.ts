@@ -20,7 +20,8 @@ const ORDER_SCRIPT = [
   `INSERT INTO orders (id, customer_id, total_cents, status) VALUES (${ORDER_ID}, :customer, 3000, 'placed');`,
   ...[1, 2, 3].map(
     (line) =>
-      `INSERT INTO order_items (order_id, line, sku, quantity, unit_price_cents) VALUES (${ORDER_ID}, ${line}, 'sku-${line}', ${line}, 1000);`,
+      `INSERT INTO order_items (order_id, line, sku, quantity, unit_price_cents) ` +
+      `VALUES (${ORDER_ID}, ${line}, 'sku-${line}', ${line}, 1000);`,
   ),
   'UPDATE customers SET order_count = order_count + 1 WHERE id = :customer;',
 ];
@@ -127,7 +128,8 @@ export async function pgbenchFloor(
         suite: 'outbox write',
         scenario:
           `order with 3 lines and a customer update (6 statements), ${clients} concurrent, from pgbench ` +
-          `(PostgreSQL's own client: no Node, no TypeORM), transactions/s without vs with ${label} (the database's floor)`,
+          `(PostgreSQL's own client: no Node, no TypeORM), transactions/s without vs with ${label} ` +
+          `(the database's floor)`,
         ...runs,
         target: 0,
       });

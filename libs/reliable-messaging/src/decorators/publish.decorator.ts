@@ -6,11 +6,11 @@ import type { PublishOptions } from '../publishing/publish-options';
 export type PublishDecoratorOptions = Omit<PublishOptions, 'manager'>;
 
 /**
- * Publishes what the method returns (a message instance, an array of them, or nothing) through the
- * `MessagePublisher`'s `publishAll()`, after the method resolves. With an outbox configured the messages are written in the
- * method's transaction: with nestjs-cls, the method and its outbox rows run in the caller's transaction or in
- * one opened for them (a `@Transactional()` on the method joins it); without it, the method must run inside a
- * transaction already, such as a `@Consume()` handler's with dedup on.
+ * Publishes what the method returns (a message instance, an array of them, or nothing) through
+ * `MessagePublisher.publishAll()`, after the method resolves. With an outbox configured the messages are written
+ * in the method's transaction, with one statement: with nestjs-cls, the method and its outbox rows run in the
+ * caller's transaction or in one opened for them (a `@Transactional()` on the method joins it); without it, the
+ * method must run inside a transaction already, such as a `@Consume()` handler's with dedup on.
  */
 export const Publish = (options: PublishDecoratorOptions = {}): MethodDecorator =>
   SetMetadata(PUBLISH_METADATA, options);

@@ -158,7 +158,7 @@ export class MessagingExplorer implements OnModuleInit {
           : result === undefined || result === null
             ? []
             : [result];
-        if (messages.length > 0) await publisher.publishAll(messages as object[], options);
+        await publisher.publishAll(messages as object[], options);
         return result;
       });
     };

@@ -30,10 +30,8 @@ export class MessagePublisher {
    * commits, and never if it rolls back. Without a `dataSource`: sends at once and waits for the confirm.
    */
   async publish(message: object, options: PublishOptions = {}): Promise<PublishReceipt> {
-    if (!this.outbox.enabled) return this.publishNow(message, options);
-    const outbound = this.envelopes.create(message, options);
-    await this.outbox.write([outbound], options.manager);
-    return { messageId: outbound.properties.messageId };
+    const [receipt] = await this.publishAll([message], options);
+    return receipt;
   }
 
   /**
