@@ -163,7 +163,10 @@ async function main(): Promise<number> {
       deadline,
       progress: new ProgressDisplay(options.orders),
     });
-    await running;
+    // A step cut short by the deadline rejects with the abort; the report then says what did not settle.
+    await running.catch((error: unknown) => {
+      if (!context.signal.aborted) throw error;
+    });
     if (interrupted.signal.aborted) throw interrupted.signal.reason;
 
     const outcome = await collectOutcome(context, connection, environment.deadLetterQueues, startedAt);
