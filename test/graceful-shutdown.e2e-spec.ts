@@ -47,15 +47,18 @@ describe('graceful shutdown on SIGTERM', () => {
     });
   }
 
+  /** Publishes every job at once and waits for the broker's confirms, so the handlers start together. */
   async function publishJobs(exchange: string, ids: string[]): Promise<void> {
-    for (const id of ids) {
-      await broker.publishRaw({ exchange, routingKey: 'fixture.job' }, JSON.stringify({ id }), {
-        type: 'fixture.job',
-        messageId: id,
-        contentType: 'application/json',
-        persistent: true,
-      });
-    }
+    await Promise.all(
+      ids.map((id) =>
+        broker.publishRaw({ exchange, routingKey: 'fixture.job' }, JSON.stringify({ id }), {
+          type: 'fixture.job',
+          messageId: id,
+          contentType: 'application/json',
+          persistent: true,
+        }),
+      ),
+    );
   }
 
   async function appliedCounts(): Promise<{ rows: number; distinct: number }> {
@@ -78,7 +81,8 @@ describe('graceful shutdown on SIGTERM', () => {
     const queue = uniqueQueue('shutdown');
     const exchange = broker.name('shutdown.events');
     const ids = Array.from({ length: 400 }, (_, i) => `job-${i}`);
-    const first = startApp(queue, exchange, { FIXTURE_CONCURRENCY: '200', FIXTURE_WORK_MS: '1500' });
+    // Long enough work that none of the 200 finishes (and lets a 201st in) before the signal, on a slow machine.
+    const first = startApp(queue, exchange, { FIXTURE_CONCURRENCY: '200', FIXTURE_WORK_MS: '4000' });
     await first.waitForLine(/^fixture ready$/);
 
     await publishJobs(exchange, ids);

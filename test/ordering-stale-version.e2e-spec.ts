@@ -31,13 +31,10 @@ const IN_DATABASE = uniqueQueue('prices-in-database');
 @Injectable()
 class InMemoryPrices {
   readonly prices = new Map<string, { cents: number; version: number }>();
-  handled = 0;
-
   constructor(private readonly versions: VersionGuard) {}
 
   @Consume({ queue: IN_MEMORY, dedup: false })
   async onPriceChanged(event: PriceChanged, ctx: MessageContext): Promise<void> {
-    this.handled++;
     if (this.versions.isStale(ctx, { current: this.prices.get(event.sku)?.version, incoming: event.version }))
       return;
     this.prices.set(event.sku, { cents: event.cents, version: event.version });
@@ -47,13 +44,10 @@ class InMemoryPrices {
 /** Lets PostgreSQL compare versions in a conditional upsert, race-free under concurrent handlers. */
 @Injectable()
 class DatabasePrices {
-  handled = 0;
-
   constructor(private readonly versions: VersionGuard) {}
 
   @Consume({ queue: IN_DATABASE })
   async onPriceChanged(event: PriceChanged, ctx: MessageContext): Promise<void> {
-    this.handled++;
     const rows = (await ctx.manager!.query(
       'INSERT INTO prices (sku, cents, version) VALUES ($1, $2, $3) ' +
         'ON CONFLICT (sku) DO UPDATE SET cents = EXCLUDED.cents, version = EXCLUDED.version ' +
@@ -81,23 +75,36 @@ describe('ordering: a stale version is discarded and counted', () => {
   const price = (sku: string, version: number, cents: number): PriceChanged =>
     Object.assign(new PriceChanged(), { sku, version, cents });
 
-  async function publishAndWait(event: PriceChanged): Promise<void> {
-    const [memoryBefore, databaseBefore] = [inMemory.handled, inDatabase.handled];
-    await app.publisher.publishNow(event);
-    await waitFor(`version ${event.version} of ${event.sku} handled by both consumers`, () => {
-      return inMemory.handled > memoryBefore && inDatabase.handled > databaseBefore;
-    });
+  /** A counter of the module's registry for one queue and the price type, 0 before its first increment. */
+  async function counted(metric: string, queue: string): Promise<number> {
+    const { values } = await (registry.getSingleMetric(metric) as Counter<'queue' | 'type'>).get();
+    return (
+      values.find((v) => v.labels.queue === queue && v.labels.type === 'catalog.price-changed')?.value ?? 0
+    );
   }
 
-  function discarded(queue: string): Promise<number> {
-    const counter = registry.getSingleMetric(STALE_MESSAGES_METRIC) as Counter<'queue' | 'type'>;
-    return counter
-      .get()
-      .then(
-        ({ values }) =>
-          values.find((v) => v.labels.queue === queue && v.labels.type === 'catalog.price-changed')?.value ??
-          0,
-      );
+  const discarded = (queue: string) => counted(STALE_MESSAGES_METRIC, queue);
+  /** Messages handled successfully: counted once the handler's transaction has committed. */
+  const consumed = (queue: string) => counted('rm_messages_consumed_total', queue);
+
+  /** Waits until both consumers have handled and committed `count` more messages than `before`. */
+  async function waitForConsumed(what: string, before: number[], count: number): Promise<void> {
+    let now: number[] = [];
+    await waitFor(
+      () => `${what} consumed by both consumers (${now.join(' and ')} of ${count})`,
+      async () => {
+        now = [(await consumed(IN_MEMORY)) - before[0], (await consumed(IN_DATABASE)) - before[1]];
+        return now.every((n) => n >= count);
+      },
+    );
+  }
+
+  const consumedNow = () => Promise.all([consumed(IN_MEMORY), consumed(IN_DATABASE)]);
+
+  async function publishAndWait(event: PriceChanged): Promise<void> {
+    const before = await consumedNow();
+    await app.publisher.publishNow(event);
+    await waitForConsumed(`version ${event.version} of ${event.sku}`, before, 1);
   }
 
   beforeAll(async () => {
@@ -146,15 +153,10 @@ describe('ordering: a stale version is discarded and counted', () => {
 
   it('ends on the newest version whatever order the messages arrive in', async () => {
     const versions = [7, 3, 9, 1, 8, 2, 6, 5, 4, 10];
-    const [memoryBefore, databaseBefore] = [inMemory.handled, inDatabase.handled];
+    const before = await consumedNow();
     const [memoryDiscards, databaseDiscards] = [await discarded(IN_MEMORY), await discarded(IN_DATABASE)];
     await Promise.all(versions.map((v) => app.publisher.publishNow(price('sku-2', v, v * 100))));
-    await waitFor('every version handled by both consumers', () => {
-      return (
-        inMemory.handled - memoryBefore === versions.length &&
-        inDatabase.handled - databaseBefore === versions.length
-      );
-    });
+    await waitForConsumed('every version', before, versions.length);
 
     expect(inMemory.prices.get('sku-2')).toEqual({ cents: 1000, version: 10 });
     expect(await db.dataSource.query(`SELECT cents, version FROM prices WHERE sku = 'sku-2'`)).toEqual([
