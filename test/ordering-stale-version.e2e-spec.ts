@@ -70,7 +70,6 @@ describe('ordering: a stale version is discarded and counted', () => {
   let app: MessagingTestApp;
   let registry: Registry;
   let inMemory: InMemoryPrices;
-  let inDatabase: DatabasePrices;
 
   const price = (sku: string, version: number, cents: number): PriceChanged =>
     Object.assign(new PriceChanged(), { sku, version, cents });
@@ -118,7 +117,6 @@ describe('ordering: a stale version is discarded and counted', () => {
       options: { dataSource: db.dataSource, metricsRegistry: registry },
     });
     inMemory = app.get(InMemoryPrices);
-    inDatabase = app.get(DatabasePrices);
   });
 
   afterAll(async () => {
