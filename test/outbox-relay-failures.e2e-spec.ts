@@ -153,10 +153,11 @@ describe('outbox relay: rows it cannot publish', () => {
     expect([held.status, held.attempts]).toEqual(['pending', 0]);
     expect((await rowOf(db, 'other-key')).status).toBe('published');
 
-    await channel.deleteQueue(full);
+    // The new queue is bound before the full one goes: a retry in between would find no route and be parked.
     const stock = broker.name('stock');
     await channel.assertQueue(stock, { durable: false });
     await channel.bindQueue(stock, exchange, 'stock.reserved');
+    await channel.deleteQueue(full);
 
     await waitForRow(db, 'same-key-after-refused', (row) => row.status === 'published');
     const [first, second] = (await db.dataSource.query(
