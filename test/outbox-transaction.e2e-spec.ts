@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { IsInt, IsOptional, IsString } from 'class-validator';
 import type { GetMessage } from 'amqplib';
 import {
+  ConfigurationError,
   HEADERS,
   MessagePublisher,
   MessageType,
@@ -224,6 +225,42 @@ describe('outbox: a message commits or rolls back with its transaction', () => {
     ).rejects.toThrow(PayloadTooLargeError);
 
     expect(await outboxRows(db.dataSource)).toHaveLength(before);
+  });
+
+  it('publishAll() gives { type, payload } messages their own keys, and refuses one idempotencyKey for several', async () => {
+    const reserved = (sku: string) => ({
+      type: 'shop.stock-reserved',
+      payload: { orderId: 'raw-batch', sku },
+      idempotencyKey: `stock-reserved:raw-batch:${sku}`,
+      orderingKey: 'raw-batch',
+    });
+    await db.dataSource.transaction((manager) =>
+      publisher.publishAll([reserved('sku-a'), reserved('sku-b')], { manager }),
+    );
+    const before = (await outboxRows(db.dataSource)).length;
+    const shared = db.dataSource.transaction((manager) =>
+      publisher.publishAll([placed('shared-key-1'), placed('shared-key-2')], {
+        manager,
+        idempotencyKey: 'same',
+      }),
+    );
+    await expect(shared).rejects.toThrow(ConfigurationError);
+    await expect(shared).rejects.toThrow(/2 messages and one idempotencyKey \('same'\)/);
+    await waitFor(
+      'the two raw messages on the audit queue',
+      async () => (await drain()).filter((id) => id === 'raw-batch').length === 2,
+      { timeoutMs: 10_000, intervalMs: 20 },
+    );
+
+    const headers = received
+      .filter((message) => orderIdOf(message) === 'raw-batch')
+      .map((message) => message.properties.headers as Record<string, unknown>);
+    expect(headers.map((each) => [each[HEADERS.idempotencyKey], each[HEADERS.orderingKey]])).toEqual([
+      ['stock-reserved:raw-batch:sku-a', 'raw-batch'],
+      ['stock-reserved:raw-batch:sku-b', 'raw-batch'],
+    ]);
+    expect(await outboxRows(db.dataSource)).toHaveLength(before);
+    expect(received.map(orderIdOf)).not.toContain('shared-key-1');
   });
 
   it('publishes at once with publishNow(), writing no outbox row', async () => {

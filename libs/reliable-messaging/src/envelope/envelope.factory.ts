@@ -109,8 +109,8 @@ export class EnvelopeFactory {
       type: raw.type,
       version,
       payload: raw.payload,
-      idempotencyKey: requireKey(raw.type, options.idempotencyKey),
-      orderingKey: optionalOrderingKey(raw.type, options.orderingKey),
+      idempotencyKey: requireKey(raw.type, options.idempotencyKey ?? raw.idempotencyKey),
+      orderingKey: optionalOrderingKey(raw.type, options.orderingKey ?? raw.orderingKey),
     };
   }
 }
@@ -128,7 +128,7 @@ function optionalOrderingKey(type: string, key: string | undefined): string | un
 function requireKey(type: string, key: string | undefined): string {
   if (typeof key !== 'string' || key.length === 0 || key.length > 256) {
     throw new ConfigurationError(
-      `message '${type}' needs an idempotency key of 1 to 256 characters: set idempotencyKey in @MessageType() or in the publish options`,
+      `message '${type}' needs an idempotency key of 1 to 256 characters: set idempotencyKey in @MessageType(), on the { type, payload } message, or in the publish options`,
     );
   }
   return key;

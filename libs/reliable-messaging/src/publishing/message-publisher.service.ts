@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ConfirmPublisher } from '../amqp/confirm-publisher';
 import { EnvelopeFactory } from '../envelope/envelope.factory';
+import { ConfigurationError } from '../errors/configuration.error';
 import { OutboxWriter } from '../outbox/outbox-writer.service';
 import type { PublishOptions } from './publish-options';
 
@@ -38,10 +39,19 @@ export class MessagePublisher {
    * Publishes several messages like `publish()`, in their order. Every envelope is built (keys checked, size
    * limited) before anything is written or sent, so one message that cannot be sent publishes none. With a
    * `dataSource` their outbox rows are written with one statement, whatever their number; without one they are
-   * sent one after the other, each confirmed before the next. The options apply to every message: leave
-   * `idempotencyKey` and `orderingKey` to the message classes unless the whole batch shares them.
+   * sent one after the other, each confirmed before the next. The options apply to every message, an
+   * `orderingKey` included (the batch is then ordered as one key). Each message's idempotency key is its own, from
+   * its class or its `{ type, payload, idempotencyKey }`: an `options.idempotencyKey` with more than one message
+   * throws a ConfigurationError, since consumers deduplicating on a shared key would apply only one of them.
    */
   async publishAll(messages: readonly object[], options: PublishOptions = {}): Promise<PublishReceipt[]> {
+    if (messages.length > 1 && options.idempotencyKey !== undefined) {
+      throw new ConfigurationError(
+        `publishAll() was given ${messages.length} messages and one idempotencyKey ('${options.idempotencyKey}') ` +
+          'for all of them: a consumer deduplicating on it would apply only the first. Give each message its own ' +
+          'key, in @MessageType() or on the { type, payload, idempotencyKey } message',
+      );
+    }
     const outbound = messages.map((message) => this.envelopes.create(message, options));
     if (this.outbox.enabled) {
       await this.outbox.write(outbound, options.manager);

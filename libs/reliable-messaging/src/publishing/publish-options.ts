@@ -25,10 +25,14 @@ export interface PublishOptions {
   manager?: EntityManager;
 }
 
-/** A message given without a `@MessageType()` class: its type, version and plain payload. */
+/** A message given without a `@MessageType()` class: its type, version, plain payload and keys. */
 export interface RawMessage {
   type: string;
   /** Schema version `major.minor`. Default: `1.0`. */
   version?: string;
   payload: Record<string, unknown>;
+  /** Its business key, as a class's `idempotencyKey(message)` gives it; the publish options' key overrides it. */
+  idempotencyKey?: string;
+  /** Its ordering key, as a class's `orderingKey(message)` gives it; the publish options' key overrides it. */
+  orderingKey?: string;
 }
