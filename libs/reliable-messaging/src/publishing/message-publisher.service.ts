@@ -39,7 +39,8 @@ export class MessagePublisher {
    * Publishes several messages like `publish()`, in their order. Every envelope is built (keys checked, size
    * limited) before anything is written or sent, so one message that cannot be sent publishes none. With a
    * `dataSource` their outbox rows are written with one statement, whatever their number; without one they are
-   * sent one after the other, each confirmed before the next. The options apply to every message, an
+   * sent one after the other, each confirmed before the next (a refusal part-way rejects the call with the earlier
+   * ones sent; resending the batch is safe, their keys deduplicate). The options apply to every message, an
    * `orderingKey` included (the batch is then ordered as one key). Each message's idempotency key is its own, from
    * its class or its `{ type, payload, idempotencyKey }`: an `options.idempotencyKey` with more than one message
    * throws a ConfigurationError, since consumers deduplicating on a shared key would apply only one of them.
