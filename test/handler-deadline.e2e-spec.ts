@@ -63,9 +63,15 @@ class ReportHandler {
     }
   }
 
+  /** When each SingleReport run started and returned, epoch ms. */
+  readonly spans: Array<{ id: string; startedAt: number; returnedAt?: number }> = [];
+
   @Consume({ queue: SINGLE_QUEUE, concurrency: 1, deadlineMs: 200, retry: { maxAttempts: 1 } })
   async onSingle(event: SingleReport, ctx: MessageContext): Promise<void> {
+    const span: (typeof this.spans)[number] = { id: event.id, startedAt: Date.now() };
+    this.spans.push(span);
     if (event.mode === 'ignores-signal') await sleep(1_500);
+    span.returnedAt = Date.now();
     this.runs.push({ id: event.id, attempt: ctx.attempt, outcome: 'done', ms: 0 });
   }
 }
@@ -142,22 +148,33 @@ describe('handler deadline', () => {
     expect(runsOf('r2')[0].ms).toBeGreaterThanOrEqual(750);
   });
 
-  it('frees the slot of a handler that ignores its signal, so the consumer goes on, and reports it overdue', async () => {
+  it('holds the slot of a handler that ignores its signal until it returns, settles it only then, and reports it overdue', async () => {
+    const overdue = async () =>
+      (await registry.getSingleMetric('rm_handlers_overdue')?.get())?.values.find(
+        (value) => value.labels.queue === SINGLE_QUEUE,
+      )?.value ?? 0;
     await app.publisher.publish(Object.assign(new SingleReport(), { id: 'stuck', mode: 'ignores-signal' }));
-    await sleep(300);
     await app.publisher.publish(Object.assign(new SingleReport(), { id: 'next', mode: 'quick' }));
 
-    await waitFor(
-      () => 'next handled',
-      () => runsOf('next').length === 1,
-      { timeoutMs: 1_000 },
+    await waitFor('the deadline of the stuck handler to pass', async () => (await overdue()) === 1);
+    const stuck = handler.spans.find((span) => span.id === 'stuck');
+    expect(stuck?.returnedAt).toBeUndefined();
+    expect(handler.spans.map((span) => span.id)).toEqual(['stuck']);
+
+    await waitFor('next handled', () => runsOf('next').length === 1, { timeoutMs: 10_000 });
+    const next = handler.spans.find((span) => span.id === 'next');
+    // One slot: the next message starts only once the abandoned handler has really returned.
+    expect(next!.startedAt).toBeGreaterThanOrEqual(stuck!.returnedAt!);
+    expect(await overdue()).toBe(0);
+    const [deadLetter] = await broker.waitForMessages(`${SINGLE_QUEUE}.dlq`, 1);
+    const headers = deadLetter.properties.headers ?? {};
+    expect(headers['rm-dead-letter-error-class']).toBe('HandlerDeadlineExceededError');
+    // Settled after the handler returned, so nothing (a retry, a replay) could run beside it.
+    expect(Date.parse(headers['rm-dead-letter-last-failure-at'] as string)).toBeGreaterThanOrEqual(
+      stuck!.returnedAt!,
     );
-    expect(runsOf('stuck')).toEqual([]);
-    const overdue = await registry.getSingleMetric('rm_handlers_overdue')?.get();
-    expect(overdue?.values.find((value) => value.labels.queue === SINGLE_QUEUE)?.value).toBe(1);
-    const deadLetters = await broker.waitForMessages(`${SINGLE_QUEUE}.dlq`, 1);
-    expect(deadLetters[0].properties.headers?.['rm-dead-letter-error-class']).toBe(
-      'HandlerDeadlineExceededError',
-    );
+    expect(
+      app.logger.find('warn', /a handler returned \d+ ms after its deadline, holding its slot/),
+    ).toHaveLength(1);
   });
 });

@@ -6,8 +6,11 @@ import { createTestDatabase, type TestDatabase } from './test-database';
 export interface MessagingDatabase {
   readonly database: TestDatabase;
   readonly dataSource: DataSource;
-  /** Opens another DataSource on the same database (a second app replica, say); closed by `drop()`. */
-  connect(poolSize?: number): Promise<DataSource>;
+  /**
+   * Opens another DataSource on the same database (a second app replica, say); closed by `drop()`. `route`
+   * rewrites its URL (through a TcpProxy, say). Default pool: 10 connections.
+   */
+  connect(poolSize?: number, route?: (url: string) => string): Promise<DataSource>;
   /** Destroys every DataSource opened here and drops the database. */
   drop(): Promise<void>;
 }
@@ -19,10 +22,10 @@ export interface MessagingDatabase {
 export async function createMessagingDatabase(setupSql: readonly string[] = []): Promise<MessagingDatabase> {
   const database = await createTestDatabase();
   const opened: DataSource[] = [];
-  const connect = async (poolSize = 10): Promise<DataSource> => {
+  const connect = async (poolSize = 10, route = (url: string) => url): Promise<DataSource> => {
     const dataSource = new DataSource({
       type: 'postgres',
-      url: database.url,
+      url: route(database.url),
       entities: [...RELIABLE_MESSAGING_ENTITIES],
       migrations: [...RELIABLE_MESSAGING_MIGRATIONS],
       migrationsRun: true,

@@ -38,6 +38,7 @@ import { ShutdownHealthIndicator } from './health/shutdown.health';
 import { MessagingHealth } from './health/messaging-health.service';
 import { SchemaCheck } from './database/schema-check.service';
 import { TransactionContext } from './database/transaction-context.service';
+import { DatabaseAvailability } from './database/database-availability.service';
 import { OutboxCommitSignal } from './outbox/outbox-commit-signal.service';
 import { OutboxMonitor } from './outbox/outbox-monitor.service';
 import { OutboxPruner } from './outbox/outbox-pruner.service';
@@ -95,6 +96,7 @@ import { VersionGuard } from './ordering/version-guard.service';
     MessagingHealth,
     SchemaCheck,
     TransactionContext,
+    DatabaseAvailability,
     OutboxStore,
     OutboxWriter,
     OutboxCommitSignal,

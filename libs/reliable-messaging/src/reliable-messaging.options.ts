@@ -63,7 +63,10 @@ export interface ReliableMessagingModuleOptions {
   consumersEnabled?: boolean;
   /** Graceful shutdown's deadline: keep it below Kubernetes' terminationGracePeriodSeconds. Default: 25000 ms. */
   shutdownTimeoutMs?: number;
-  /** Handler deadline (acknowledgement window) for consumers that don't set `deadlineMs`. Default: 300000 ms (5 min). */
+  /**
+   * Handler deadline for consumers that don't set `deadlineMs`: keep it above your handlers' p99, and give long
+   * jobs their own `deadlineMs` or `ctx.extendDeadline()`. Default: 30000 ms.
+   */
   defaultDeadlineMs?: number;
   /**
    * The broker's acknowledgement timeout per consumer, sent as `x-consumer-timeout` on RabbitMQ 3.12+ (older
@@ -125,7 +128,7 @@ export const DEFAULT_RECONNECT_MAX_DELAY_MS = 15_000;
 export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
 export const DEFAULT_DELIVERY_LIMIT_BACKSTOP = 20;
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;
-export const DEFAULT_DEADLINE_MS = 300_000;
+export const DEFAULT_DEADLINE_MS = 30_000;
 export const DEFAULT_CONSUMER_TIMEOUT_MS = 1_800_000;
 export const DEFAULT_PROBE_TIMEOUT_MS = 3_000;
 

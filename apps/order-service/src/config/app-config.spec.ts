@@ -10,7 +10,7 @@ describe('loadAppConfig', () => {
       messaging: expect.objectContaining({ exchange: 'events' }),
       shutdownTimeoutMs: 25_000,
       receipt: { latencyMs: 20, failureRate: 0 },
-      retry: { maxAttempts: 6, initialDelayMs: 1000, maxDelayMs: 60_000 },
+      retry: { maxAttempts: 12, initialDelayMs: 1000, maxDelayMs: 120_000 },
     });
   });
 

@@ -24,11 +24,11 @@ export interface AppConfig {
   };
   /** How the consumers retry a failed message (the module's `retry` option). */
   retry: {
-    /** `RETRY_MAX_ATTEMPTS`: attempts in all, the first included, 1 to 100. Default: 6. */
+    /** `RETRY_MAX_ATTEMPTS`: attempts in all, the first included, 1 to 100. Default: 12, as the module's. */
     maxAttempts: number;
     /** `RETRY_INITIAL_DELAY_MS`: ceiling of the first retry's delay, doubled by each later one. Default: 1000. */
     initialDelayMs: number;
-    /** `RETRY_MAX_DELAY_MS`: cap on any retry's delay ceiling. Default: 60000. */
+    /** `RETRY_MAX_DELAY_MS`: cap on any retry's delay ceiling. Default: 120000, as the module's. */
     maxDelayMs: number;
   };
 }
@@ -42,9 +42,9 @@ export const DEFAULT_PORT = 3000;
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;
 export const DEFAULT_RECEIPT_LATENCY_MS = 20;
 export const DEFAULT_RECEIPT_FAILURE_RATE = 0;
-export const DEFAULT_RETRY_MAX_ATTEMPTS = 6;
+export const DEFAULT_RETRY_MAX_ATTEMPTS = 12;
 export const DEFAULT_RETRY_INITIAL_DELAY_MS = 1000;
-export const DEFAULT_RETRY_MAX_DELAY_MS = 60_000;
+export const DEFAULT_RETRY_MAX_DELAY_MS = 120_000;
 
 /** Reads and checks the configuration; a bad value fails with a message naming the variable and what it expects. */
 export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {

@@ -3,6 +3,7 @@ import type { DeadLetter, DeadLetterOperationResult } from '@app/reliable-messag
 import { openDeadLetterTool } from './dead-letter-tool';
 import type { DemoContext, DemoStep } from './demo-step';
 import { pollUntil } from './poll-until';
+import { DEFAULT_RETRY_MAX_ATTEMPTS } from '../config/app-config';
 
 /** How long the step waits for the message to be dead-lettered, and then for the fixed one to be handled. */
 const WAIT_MS = 30_000;
@@ -34,7 +35,7 @@ export class PoisonMessageStep implements DemoStep {
     const wrongId = randomUUID();
     const messageId = `demo-poison-${randomUUID()}`;
     const queue = names.queues.payment;
-    const maxAttempts = Number(appEnv.RETRY_MAX_ATTEMPTS ?? 6);
+    const maxAttempts = Number(appEnv.RETRY_MAX_ATTEMPTS ?? DEFAULT_RETRY_MAX_ATTEMPTS);
     await database.query(
       `WITH o AS (INSERT INTO orders (id, customer_id, status, total_cents) VALUES ($1, $2, 'placed', $5) RETURNING id)
        INSERT INTO order_items (order_id, line, sku, quantity, unit_price_cents) SELECT id, 1, $3, $4, $5 FROM o`,

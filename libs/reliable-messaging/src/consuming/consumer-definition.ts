@@ -30,3 +30,8 @@ export interface ConsumerDefinition {
   /** How its messages are ordered; a key-ordered `@Consume()` is one definition per partition. Default: none. */
   ordering?: ConsumerOrdering;
 }
+
+/** Whether a consumer keeps an order (by queue or by key), and so must never let a message leave its place. */
+export function isOrdered(consumer: ConsumerDefinition): boolean {
+  return consumer.ordering !== undefined && consumer.ordering.mode !== 'none';
+}

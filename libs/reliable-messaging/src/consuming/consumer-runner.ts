@@ -8,6 +8,7 @@ import { fullJitterDelay, sleep } from '../util/backoff';
 import { errorMessage } from '../util/error-text';
 import { Semaphore } from '../util/semaphore';
 import { consumerTimeoutArguments } from '../flow-control/consumer-timeout';
+import { maxDeadlineMs } from '../flow-control/deadline-limits';
 import type { ConsumerDefinition } from './consumer-definition';
 import { AckBatcher } from './ack-batcher';
 
@@ -46,6 +47,9 @@ export class ConsumerRunner {
   private recovering = false;
   private model?: ChannelModel;
   private lifecycle: Promise<void> = Promise.resolve();
+  /** Aborted when the drain begins: deliveries held for an outage go back to their queue at once. */
+  private readonly draining = new AbortController();
+  private readonly holdLimitMs: number;
 
   constructor(
     readonly definition: ConsumerDefinition,
@@ -56,6 +60,8 @@ export class ConsumerRunner {
     private readonly consumerTimeoutMs?: number,
   ) {
     this.semaphore = new Semaphore(definition.concurrency);
+    this.holdLimitMs =
+      consumerTimeoutMs === undefined ? Number.POSITIVE_INFINITY : maxDeadlineMs(consumerTimeoutMs);
   }
 
   get status(): ConsumerStatus {
@@ -78,6 +84,7 @@ export class ConsumerRunner {
    */
   async stop(deadline: number): Promise<DrainResult> {
     this.stopping = true;
+    this.draining.abort();
     const channel = this.channel;
     const tag = this.consumerTag;
     this.consumerTag = undefined;
@@ -148,7 +155,14 @@ export class ConsumerRunner {
     }
     const acks = this.channel === channel ? this.acks : undefined;
     acks?.track(message);
-    const delivery = new InboundDelivery(message, this.definition, channel, acks);
+    const delivery = new InboundDelivery(
+      message,
+      this.definition,
+      channel,
+      acks,
+      this.draining.signal,
+      this.holdLimitMs,
+    );
     const finished = (): void => {
       this.completed++;
       this.inFlight.delete(task);
@@ -169,6 +183,9 @@ export class ConsumerRunner {
   }
 
   private onChannelClosed(channel: Channel): void {
+    // The broker has requeued every unacknowledged delivery of the channel: nothing may retry or dead-letter
+    // them any more, or the message would exist twice.
+    for (const delivery of this.deliveries) if (delivery.deliveredOn(channel)) delivery.release();
     if (this.channel !== channel) return;
     this.channel = undefined;
     this.consumerTag = undefined;

@@ -1,13 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
 import { QueryFailedError } from 'typeorm';
-import { isTransientDatabaseError } from './database-errors';
+import { isDatabaseUnavailableError } from './database-errors';
 
 /** A node-postgres DatabaseError as the driver throws it: a message and a SQLSTATE code. */
 function pgError(code: string, message = 'error'): Error {
   return Object.assign(new Error(message), { code });
 }
 
-describe('isTransientDatabaseError', () => {
+describe('isDatabaseUnavailableError', () => {
   it.each<[string, unknown, boolean]>([
     [
       'the backend terminated (pg_terminate_backend)',
@@ -17,8 +17,9 @@ describe('isTransientDatabaseError', () => {
     ['the server crashing', pgError('57P02'), true],
     ['the server starting up', pgError('57P03'), true],
     ['a connection exception', pgError('08006'), true],
-    ['a serialization failure', pgError('40001'), true],
-    ['a deadlock', pgError('40P01'), true],
+    ['a serialization failure (a race, not an outage)', pgError('40001'), false],
+    ['a deadlock (a race, not an outage)', pgError('40P01'), false],
+    ['a statement cancelled at its deadline', pgError('57014'), false],
     ['too many connections', pgError('53300'), true],
     [
       'a refused TCP connection',
@@ -48,7 +49,7 @@ describe('isTransientDatabaseError', () => {
     ['a business error', new Error('the order is already paid'), false],
     ['a string', 'boom', false],
     ['nothing', undefined, false],
-  ])('%s: %s', (_case, error, transient) => {
-    expect(isTransientDatabaseError(error)).toBe(transient);
+  ])('%s: %s', (_case, error, unavailable) => {
+    expect(isDatabaseUnavailableError(error)).toBe(unavailable);
   });
 });

@@ -1,8 +1,8 @@
 /**
- * SQLSTATEs after which the same work can succeed on another try: the connection broke or was refused, the
- * server is shutting down or full, or the transaction lost a serialization race or a deadlock.
+ * SQLSTATEs that say the database cannot serve right now: the server is shutting down, starting up or crashed,
+ * the backend was terminated, or it has no connection to spare. Class 08 (connection exceptions) counts too.
  */
-const TRANSIENT_SQLSTATES = new Set(['40001', '40P01', '53300', '57P01', '57P02', '57P03']);
+const UNAVAILABLE_SQLSTATES = new Set(['53300', '57P01', '57P02', '57P03']);
 
 /** Errors of node-postgres and TypeORM that mean the connection is gone rather than that the SQL was wrong. */
 const CONNECTION_LOST =
@@ -18,17 +18,18 @@ const NETWORK_CODES = new Set([
 ]);
 
 /**
- * True when `error` says the database was unavailable or the transaction lost a race (connection lost, server
- * shutting down, serialization failure, deadlock), not that the message or the handler is wrong: the work
- * should be tried again as it is, without counting against the message.
+ * True when `error` says the database was unavailable (connection refused or lost, backend terminated, server
+ * shutting down or starting, too many clients), not that the message or the handler is wrong: the work should
+ * wait for the database and be tried again as it is, without counting against the message. A serialization
+ * failure or a deadlock is not an outage: another attempt may succeed, and it counts as one.
  */
-export function isTransientDatabaseError(error: unknown): boolean {
+export function isDatabaseUnavailableError(error: unknown): boolean {
   for (let current: unknown = error, depth = 0; current && depth < 4; depth++) {
     if (typeof current !== 'object') return false;
     const { code, message, name } = current as { code?: unknown; message?: unknown; name?: unknown };
     if (
       typeof code === 'string' &&
-      (code.startsWith('08') || TRANSIENT_SQLSTATES.has(code) || NETWORK_CODES.has(code))
+      (code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(code) || NETWORK_CODES.has(code))
     ) {
       return true;
     }

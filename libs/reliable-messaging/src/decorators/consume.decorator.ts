@@ -26,9 +26,9 @@ export interface ConsumeOptions {
   /** Extra queue arguments (for example `x-max-length`). The module's own arguments win on conflict. */
   queueArguments?: Record<string, unknown>;
   /**
-   * How long a handler may run before the attempt counts as failed and is retried (the acknowledgement window).
+   * How long a handler may run before its attempt is abandoned (signal aborted, transaction rolled back) and retried.
    * Set it above the handler's p99; `ctx.extendDeadline(ms)` pushes it back from inside a long handler. Default:
-   * the module's `defaultDeadlineMs` (300000 ms).
+   * the module's `defaultDeadlineMs` (30000 ms).
    */
   deadlineMs?: number;
   /** At most `limit` handler starts per `periodMs` in this process, e.g. for a rate-limited external API. Default: none. */

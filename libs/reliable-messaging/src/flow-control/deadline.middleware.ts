@@ -1,8 +1,12 @@
 import { Logger } from '@nestjs/common';
 import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { InboundDelivery } from '../pipeline/inbound-delivery';
 import type { MessageMiddleware } from '../pipeline/message-middleware';
 import { HandlerDeadline } from './handler-deadline';
 import type { OverdueHandlers } from './overdue-handlers.service';
+
+/** A handler that takes at least this long to return after its signal aborted is logged as ignoring it. */
+const OVERDUE_REPORT_MS = 1_000;
 
 /** A consumer's resolved deadline settings. */
 export interface DeadlineSettings {
@@ -13,10 +17,11 @@ export interface DeadlineSettings {
 }
 
 /**
- * Gives each handler run a deadline (the consumer's acknowledgement window). Past it, the handler's
- * `ctx.signal` is aborted and the attempt fails with HandlerDeadlineExceededError, which the failure handler
- * retries like any other failure; the concurrency slot is freed so a hung handler cannot stall the consumer.
- * A handler that ignores the signal runs on in the background and is counted as overdue until it returns.
+ * Gives each handler run a deadline. Past it, the handler's `ctx.signal` is aborted (the inbox rolls its
+ * transaction back at once) and the attempt fails with HandlerDeadlineExceededError. The work still running is
+ * left on the delivery as `lingering`: the settle stage waits for it before it schedules the retry, so a retry
+ * never runs beside the attempt it repeats, and the concurrency slot stays taken until the handler returns. A
+ * handler that ignores its signal is logged and counted as overdue (metric and liveness) until it returns.
  */
 export function deadlineMiddleware(
   consumer: ConsumerDefinition,
@@ -24,16 +29,19 @@ export function deadlineMiddleware(
   overdue: OverdueHandlers,
 ): MessageMiddleware {
   const logger = new Logger('ReliableMessaging');
-  const trackOverdue = (work: Promise<void>): void => {
+  const trackOverdue = (delivery: InboundDelivery, work: Promise<void>): void => {
     const startedAt = Date.now();
-    overdue.track(consumer.queue, work);
-    void work
-      .catch(() => undefined)
-      .finally(() =>
+    const lingering = Promise.allSettled([work, delivery.handlerRun]).then(() => undefined);
+    delivery.lingering = lingering;
+    overdue.track(consumer.queue, lingering);
+    void lingering.then(() => {
+      const late = Date.now() - startedAt;
+      if (late >= OVERDUE_REPORT_MS) {
         logger.warn(
-          `${consumer.name}: a handler returned ${Date.now() - startedAt} ms after its deadline; its delivery had already been retried (honour ctx.signal to stop early)`,
-        ),
-      );
+          `${consumer.name}: a handler returned ${late} ms after its deadline, holding its slot meanwhile (honour ctx.signal to stop early)`,
+        );
+      }
+    });
   };
   return (next) => (delivery) => {
     const deadline = new HandlerDeadline(
@@ -54,7 +62,7 @@ export function deadlineMiddleware(
     // rather than a timer and a promise per delivery raced against the work.
     return new Promise<void>((resolve, reject) => {
       deadline.onExpire = (error) => {
-        trackOverdue(work);
+        trackOverdue(delivery, work);
         reject(error);
       };
       work.then(

@@ -4,9 +4,10 @@ import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { OverdueHandlers } from '../flow-control/overdue-handlers.service';
 
 /**
- * For liveness: down when a consumer has more handlers still running past their deadline than it may run at
- * once. Such handlers ignore their abort signal and hold resources; the process is likely wedged and a restart
- * helps. Nothing here depends on the broker or the database, so their outage never restarts the pod.
+ * For liveness: down when every slot of a consumer is held by a handler still running past its deadline. Such
+ * handlers ignore their abort signal, and the consumer can take no work until one returns; the process is likely
+ * wedged and a restart helps. Nothing here depends on the broker or the database, so their outage never
+ * restarts the pod.
  */
 @Injectable()
 export class HandlersHealthIndicator {
@@ -19,7 +20,7 @@ export class HandlersHealthIndicator {
   isHealthy<const Key extends string = 'handlers'>(key: Key = 'handlers' as Key): HealthIndicatorResult<Key> {
     const indicator = this.health.check(key);
     const wedged = this.registry.consumers
-      .filter((consumer) => this.overdue.count(consumer.queue) > consumer.concurrency)
+      .filter((consumer) => this.overdue.count(consumer.queue) >= consumer.concurrency)
       .map((consumer) => `${consumer.queue} (${this.overdue.count(consumer.queue)} overdue)`);
     return wedged.length > 0
       ? indicator.down({ message: `handlers stuck past their deadline: ${wedged.join(', ')}` })

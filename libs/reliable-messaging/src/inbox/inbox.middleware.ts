@@ -3,29 +3,31 @@ import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definit
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import type { ConsumerDefinition } from '../consuming/consumer-definition';
 import { ConfigurationError } from '../errors/configuration.error';
-import type { InboundDelivery } from '../pipeline/inbound-delivery';
+import type { EntityManager } from 'typeorm';
 import type { MessageMiddleware } from '../pipeline/message-middleware';
-import { isTransientDatabaseError } from '../database/database-errors';
+import { backendPid, terminateBackend } from '../database/backend-terminator';
 import { TransactionContext } from '../database/transaction-context.service';
-import { fullJitterDelay, sleep } from '../util/backoff';
 import { errorMessage } from '../util/error-text';
+import { untilAborted } from '../util/until-aborted';
 import { InboxStats } from './inbox-stats.service';
 import { InboxStore } from './inbox-store.service';
 
-/** How long a delivery whose transaction the database broke waits for the database before going back. */
-const DATABASE_WAIT_MS = 30_000;
-const DATABASE_PROBE_BASE_MS = 100;
-const DATABASE_PROBE_CAP_MS = 5_000;
+/** How long an abandoned handler's transaction may take to roll back before its backend is terminated. */
+const ROLLBACK_GRACE_MS = 1_000;
 
 /**
  * The inbox stage of the reliability pipeline. For a consumer with `dedup` on, the handler runs inside a
  * transaction that first inserts the inbox row (consumer queue, or a key-ordered consumer's base queue, and
  * idempotency key): a duplicate finds the row, skips the handler and is acknowledged; otherwise the handler's
  * writes (through `ctx.manager`, `txHost.tx` or `@Transactional()`) and the messages it publishes (outbox rows)
- * commit with the row, and the acknowledgement follows the commit. A transaction the database broke (connection
- * lost, failover, serialization failure) is not the message's fault: the delivery waits for the database to
- * answer and goes back to the queue unacknowledged, without a failed attempt. Any other error (the handler's, a
- * constraint failing at commit) rolls the transaction back and goes on to the failure handler.
+ * commit with the row, and the acknowledgement follows the commit. Any error (the handler's, a constraint
+ * failing at commit, the database going away) rolls the transaction back and goes on up the pipeline, where the
+ * database pause stage tells an outage from the message's fault.
+ *
+ * When the attempt is abandoned (its deadline passed, or shutdown passed its own), the transaction is rolled
+ * back at once, without waiting for the handler; a statement still running holds the connection, so if the
+ * rollback has not finished within a second the backend is terminated. The handler's later queries then fail,
+ * and the database pool is never exhausted by handlers that ignore their signal.
  */
 @Injectable()
 export class InboxStage {
@@ -65,6 +67,7 @@ export class InboxStage {
       const envelope = delivery.envelope;
       if (!envelope) throw new Error('the inbox stage runs after the envelope is decoded');
       let duplicate = false;
+      let ended = false;
       try {
         await this.transactions.runInNewTransaction(async (manager) => {
           if (!(await this.store.record(manager, scope, envelope))) {
@@ -72,13 +75,15 @@ export class InboxStage {
             return;
           }
           delivery.manager = manager;
-          await next(delivery);
+          // The deadline may have passed while the row was written: then the handler must not start at all.
+          const abandoned = delivery.abort.signal;
+          abandoned.throwIfAborted();
+          await untilAborted(next(delivery), abandoned, () =>
+            this.endIfStuck(delivery.consumer.name, manager, () => ended),
+          );
         });
-      } catch (error) {
-        if (!isTransientDatabaseError(error)) throw error;
-        await this.handBack(delivery, error);
-        return;
       } finally {
+        ended = true;
         delivery.manager = undefined;
       }
       if (duplicate) {
@@ -97,28 +102,21 @@ export class InboxStage {
   }
 
   /**
-   * Returns a delivery whose transaction the database broke to the queue, once the database answers again (or
-   * after a bounded wait), so an outage holds the consumer's slots instead of cycling messages through it.
+   * Terminates the transaction's backend unless the transaction has ended within the grace period: a statement
+   * still running on the connection would hold the rollback behind it for as long as it runs.
    */
-  private async handBack(delivery: InboundDelivery, error: unknown): Promise<void> {
-    const id = delivery.envelope?.messageId ?? '?';
-    this.logger.warn(
-      `${delivery.consumer.name}: the database failed while handling message ${id} (${errorMessage(error)}); ` +
-        'it goes back to the queue unacknowledged once the database answers',
-    );
-    const dataSource = this.options.dataSource;
-    const deadline = Date.now() + DATABASE_WAIT_MS;
-    for (let attempt = 1; dataSource && Date.now() < deadline && !delivery.abort.signal.aborted; attempt++) {
-      try {
-        await dataSource.query('SELECT 1');
-        break;
-      } catch {
-        await sleep(
-          fullJitterDelay(attempt, DATABASE_PROBE_BASE_MS, DATABASE_PROBE_CAP_MS),
-          delivery.abort.signal,
-        );
-      }
-    }
-    delivery.nack(true);
+  private endIfStuck(consumer: string, manager: EntityManager, ended: () => boolean): void {
+    const pid = backendPid(manager);
+    if (pid === undefined) return;
+    const timer = setTimeout(() => {
+      if (ended()) return;
+      this.logger.warn(
+        `${consumer}: the transaction of an abandoned handler did not roll back within ${ROLLBACK_GRACE_MS} ms; terminating its database backend`,
+      );
+      terminateBackend(manager, pid).catch((error: unknown) =>
+        this.logger.error(`${consumer}: could not terminate backend ${pid}: ${errorMessage(error)}`),
+      );
+    }, ROLLBACK_GRACE_MS);
+    timer.unref();
   }
 }

@@ -1,18 +1,13 @@
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import { isOrdered, type ConsumerDefinition } from '../consuming/consumer-definition';
 import { maxDeadlineMs } from '../flow-control/deadline-limits';
 import { OverdueHandlers } from '../flow-control/overdue-handlers.service';
 import { MessagingMetrics } from '../metrics/messaging-metrics.service';
 import type { MessageMiddleware } from '../pipeline/message-middleware';
 import { FailureHandler } from '../retry/failure-handler.service';
 import { orderedRetryMiddleware } from './ordered-retry.middleware';
-
-/** Whether a consumer keeps an order (by queue or by key), and so must never let a message leave its place. */
-export function isOrdered(consumer: ConsumerDefinition): boolean {
-  return consumer.ordering !== undefined && consumer.ordering.mode !== 'none';
-}
 
 /**
  * Builds the in-place retry stage of each ordered consumer and stops its waits when the app shuts down, so a

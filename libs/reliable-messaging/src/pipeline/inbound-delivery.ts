@@ -22,6 +22,15 @@ export class InboundDelivery {
   manager?: EntityManager;
   /** The handler's deadline, set by the deadline stage. */
   deadline?: HandlerDeadline;
+  /** The latest run of the user's handler, set when it starts. */
+  handlerRun?: Promise<unknown>;
+  /**
+   * Work that outlived the attempt (a handler past its deadline), set when the deadline fires: the delivery is
+   * settled only after it ends (or at `holdUntil`), and its concurrency slot stays taken until it ends.
+   */
+  lingering?: Promise<void>;
+  /** Past this instant (epoch ms) the delivery must be settled before the broker's consumer timeout. */
+  readonly holdUntil: number;
   private settled = false;
 
   constructor(
@@ -30,7 +39,13 @@ export class InboundDelivery {
     private readonly channel: Channel,
     /** Sends this channel's acks in batches; without it each ack is sent at once. */
     private readonly acks?: AckBatcher,
-  ) {}
+    /** Aborts when the consumer starts draining: a held delivery goes back to its queue then. */
+    readonly stopping: AbortSignal = new AbortController().signal,
+    /** How long after its arrival the delivery may be held unsettled. Default: unbounded. */
+    holdLimitMs = Number.POSITIVE_INFINITY,
+  ) {
+    this.holdUntil = this.receivedAt + holdLimitMs;
+  }
 
   /** Aborts the current attempt's handler (its deadline, or shutdown past its deadline); a new one per attempt. */
   get abort(): AbortController {
@@ -39,6 +54,11 @@ export class InboundDelivery {
 
   get isSettled(): boolean {
     return this.settled;
+  }
+
+  /** Whether `channel` delivered this message. */
+  deliveredOn(channel: Channel): boolean {
+    return this.channel === channel;
   }
 
   /** Acknowledges once; false when already settled or the channel is gone. */
@@ -63,22 +83,25 @@ export class InboundDelivery {
   }
 
   /**
-   * Gives up the delivery without settling it: the channel is about to close (shutdown past its deadline) and
-   * the broker requeues it. From here on nothing acts on it: no ack, no retry, no dead letter.
+   * Gives up the delivery without settling it: its channel closed or is about to (shutdown past its deadline),
+   * and the broker requeues it. From here on nothing acts on it: no ack, no retry, no dead letter.
    */
   release(): void {
     this.settled = true;
   }
 
   /**
-   * Starts attempt `attempt` of this same delivery, for a consumer that retries in place to keep its order:
-   * the previous attempt's signal, deadline and transaction are left behind; the envelope and payload stay.
+   * Starts attempt `attempt` of this same delivery, for a retry in place (an ordered consumer keeping its order,
+   * or the same attempt again after a database outage): the previous run's signal, deadline and transaction are
+   * left behind; the envelope and payload stay.
    */
   retryInPlace(attempt: number): void {
     this.attempt = attempt;
     this.attemptAbort = {};
     this.deadline = undefined;
     this.manager = undefined;
+    this.handlerRun = undefined;
+    this.lingering = undefined;
   }
 
   /** The context handed to the handler. Requires the envelope, so only valid after decoding. */

@@ -13,7 +13,9 @@ export function invokeHandler(handler: NestHandler, storage: MessageContextStora
     try {
       const context = delivery.toContext();
       // The handler's result is never read: the stages above only wait for it to settle.
-      return storage.run(context, handler, delivery.payload, context) as Promise<void>;
+      const run = storage.run(context, handler, delivery.payload, context) as Promise<void>;
+      delivery.handlerRun = run;
+      return run;
     } catch (error) {
       return Promise.reject(error);
     }

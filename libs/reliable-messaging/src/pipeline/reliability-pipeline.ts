@@ -3,7 +3,7 @@ import { ExternalContextCreator } from '@nestjs/core';
 import { RMQ_CONTEXT_TYPE } from '../reliable-messaging.constants';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import { isOrdered, type ConsumerDefinition } from '../consuming/consumer-definition';
 import { MessageContextStorage } from '../context/message-context.storage';
 import { FailureHandler } from '../retry/failure-handler.service';
 import { RetryScheduler } from '../retry/retry-scheduler.service';
@@ -12,9 +12,11 @@ import { traceMiddleware } from '../tracing/trace.middleware';
 import { MessagingMetrics } from '../metrics/messaging-metrics.service';
 import { metricsMiddleware } from '../metrics/metrics.middleware';
 import { flowControlStages } from '../flow-control/flow-control-stages';
+import { databasePauseStage } from '../flow-control/database-pause.middleware';
+import { DatabaseAvailability } from '../database/database-availability.service';
 import { OverdueHandlers } from '../flow-control/overdue-handlers.service';
 import { InboxStage } from '../inbox/inbox.middleware';
-import { isOrdered, OrderedRetry } from '../ordering/ordered-retry.service';
+import { OrderedRetry } from '../ordering/ordered-retry.service';
 import { compose, type MessageHandler, type MessageMiddleware } from './message-middleware';
 import { settleMiddleware } from './settle.middleware';
 import { decodeMiddleware } from './decode.middleware';
@@ -32,14 +34,16 @@ import { invokeHandler, type NestHandler } from './invoke-handler';
  * 5. decode: envelope, limits, safe JSON, schema version, validation
  *    ordered retry (ordered consumers only): a failed attempt is retried in place after its backoff, holding the
  *    queue or partition, so no later message of the key passes it; see ordering/ordered-retry.middleware.ts
- * 6. rate limit (when the consumer has `rateLimit`): waits until the handler may start
- * 7. deadline: past `deadlineMs` the handler's signal aborts and the attempt fails (HandlerDeadlineExceededError)
- * 8. inbox (when the consumer has `dedup`): a transaction with the message's inbox row around the handler; a
- *    duplicate is skipped, the handler's writes and outbox rows commit with the row before the ack; a
- *    transaction the database broke sends the delivery back unacknowledged. After the rate limit, so no
- *    transaction is held while waiting; inside the deadline, so a handler the deadline gave up on can still
- *    commit, and the retry of it is then skipped as a duplicate
- * 9. the handler, through Nest's guards, interceptors and pipes
+ * 6. database pause (when the module has a `dataSource`): while the database is down a delivery waits, holding
+ *    its slot, and a run the outage broke runs again as the same attempt; no attempt or redelivery is spent
+ * 7. rate limit (when the consumer has `rateLimit`): waits until the handler may start
+ * 8. deadline: past the consumer's `deadlineMs` (every consumer has one) the handler's signal aborts and the
+ *    attempt fails (HandlerDeadlineExceededError); the retry waits until the handler has returned
+ * 9. inbox (when the consumer has `dedup`): a transaction with the message's inbox row around the handler; a
+ *    duplicate is skipped, the handler's writes and outbox rows commit with the row before the ack; an abandoned
+ *    attempt's transaction is rolled back at once. After the rate limit, so no transaction is held while
+ *    waiting; inside the deadline, so the deadline ends the transaction too
+ * 10. the handler, through Nest's guards, interceptors and pipes
  *
  * Users cannot opt out of a stage; application concerns belong in Nest interceptors on the handler.
  */
@@ -55,6 +59,7 @@ export class ReliabilityPipeline {
     private readonly overdue: OverdueHandlers,
     private readonly inbox: InboxStage,
     private readonly ordered: OrderedRetry,
+    private readonly database: DatabaseAvailability,
   ) {}
 
   build(consumer: ConsumerDefinition): MessageHandler {
@@ -67,9 +72,16 @@ export class ReliabilityPipeline {
       metricsMiddleware(this.metrics),
       decodeMiddleware(consumer, this.options.maxPayloadBytes),
       ...this.ordered.stagesFor(consumer),
+      databasePauseStage(
+        consumer,
+        this.options.dataSource && {
+          availability: this.database,
+          returnToQueue: (delivery, why) => this.failures.returnToQueue(delivery, why),
+        },
+      ),
       ...flowControlStages(consumer, this.options, this.overdue),
       this.inbox.for(consumer),
-    ];
+    ].filter((stage) => stage !== undefined);
     return compose(stages, invokeHandler(this.nestHandler(consumer), this.contextStorage));
   }
 

@@ -1,9 +1,15 @@
 import type { FailureHandler } from '../retry/failure-handler.service';
+import { sleep } from '../util/backoff';
+import type { InboundDelivery } from './inbound-delivery';
 import { callNext, type MessageMiddleware } from './message-middleware';
 
 /**
  * The outermost stage: acknowledges a delivery only after everything inside it resolved, and hands a failure
  * to the failure handler (retry or dead-letter). A handler that throws is never acknowledged as done.
+ *
+ * An attempt abandoned at its deadline may still be running (`lingering`): the failure is handled only once it
+ * has returned, so its retry never runs beside it, or when the broker's consumer timeout comes near, so the
+ * delivery is still settled in time; either way the stage (and so the concurrency slot) ends when it returns.
  */
 export function settleMiddleware(failures: FailureHandler): MessageMiddleware {
   return (next) => (delivery) =>
@@ -11,6 +17,24 @@ export function settleMiddleware(failures: FailureHandler): MessageMiddleware {
       () => {
         delivery.ack();
       },
-      (error: unknown) => failures.handle(delivery, error),
+      (error: unknown) =>
+        delivery.lingering ? failAfterReturn(failures, delivery, error) : failures.handle(delivery, error),
     );
+}
+
+async function failAfterReturn(
+  failures: FailureHandler,
+  delivery: InboundDelivery,
+  error: unknown,
+): Promise<void> {
+  const lingering = delivery.lingering;
+  if (Number.isFinite(delivery.holdUntil)) {
+    const returned = new AbortController();
+    await Promise.race([lingering, sleep(Math.max(0, delivery.holdUntil - Date.now()), returned.signal)]);
+    returned.abort();
+  } else {
+    await lingering;
+  }
+  await failures.handle(delivery, error);
+  await lingering;
 }

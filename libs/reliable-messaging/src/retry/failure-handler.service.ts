@@ -1,25 +1,23 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import { isOrdered, type ConsumerDefinition } from '../consuming/consumer-definition';
 import { DeadLetterService } from '../dead-letter/dead-letter.service';
 import { InvalidMessageError } from '../errors/invalid-message.error';
 import { MessagingMetrics } from '../metrics/messaging-metrics.service';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
-import { sleep } from '../util/backoff';
 import { errorMessage } from '../util/error-text';
+import { publishWhileHeld } from './publish-while-held';
 import { mergeRetryOptions } from './retry.options';
 import { RetryPolicy } from './retry-policy';
 import { RetryScheduler } from './retry-scheduler.service';
 
-/** How long to hold a message whose dead-lettering failed before handing it back, so a broken broker path never spins. */
-const REQUEUE_PAUSE_MS = 1000;
-
 /**
  * The single decision point for a delivery whose handling failed: classify the error with the consumer's
  * retry policy, then either schedule the next attempt through the delay levels (published with a confirm, then
- * the original acknowledged) or dead-letter it with its reason. When neither can be stored the delivery goes
- * back to the broker after a pause, so nothing is lost and nothing spins.
+ * the original acknowledged) or dead-letter it with its reason. While the broker cannot take either, the
+ * delivery is held and the publish tried again (publishWhileHeld), so a broker outage costs the message
+ * nothing; nothing is lost and nothing spins.
  */
 @Injectable()
 export class FailureHandler {
@@ -58,36 +56,55 @@ export class FailureHandler {
       await this.deadLetterOrRequeue(delivery, error, decision.reason);
       return;
     }
-    try {
-      await this.retries.scheduleRetry(delivery, decision.nextAttempt, decision.delayMs);
-      this.metrics?.recordRetry(delivery);
-    } catch (publishError) {
-      this.logger.error(
-        `${what}; could not schedule attempt ${decision.nextAttempt} (${errorMessage(publishError)}); returning it to the queue`,
-      );
-      await sleep(REQUEUE_PAUSE_MS);
-      delivery.nack(true);
-      return;
-    }
+    const scheduled = await publishWhileHeld(
+      delivery,
+      () => this.retries.scheduleRetry(delivery, decision.nextAttempt, decision.delayMs),
+      `${what}; scheduling attempt ${decision.nextAttempt}`,
+      this.logger,
+    );
+    if (!scheduled) return;
+    this.metrics?.recordRetry(delivery);
     delivery.ack();
     this.logger.warn(`${what}; attempt ${decision.nextAttempt} in ${decision.delayMs} ms`);
   }
 
-  /** Dead-letters and acknowledges; when the dead letter cannot be stored, requeues after a pause. */
+  /** Dead-letters and acknowledges, holding the delivery while the dead letter cannot be stored. */
   async deadLetterOrRequeue(delivery: InboundDelivery, error: unknown, reason?: string): Promise<void> {
-    try {
-      await this.deadLetters.deadLetter(delivery, error, reason);
-      this.metrics?.recordDeadLetter(
-        delivery,
-        reason ?? (error instanceof InvalidMessageError ? error.reason : 'non-retryable'),
-      );
-      delivery.ack();
-    } catch (publishError) {
-      this.logger.error(
-        `could not dead-letter a message of ${delivery.consumer.queue} (${errorMessage(publishError)}); returning it to the queue`,
-      );
-      await sleep(REQUEUE_PAUSE_MS);
+    const stored = await publishWhileHeld(
+      delivery,
+      () => this.deadLetters.deadLetter(delivery, error, reason),
+      `dead-lettering a message of ${delivery.consumer.queue}`,
+      this.logger,
+    );
+    if (!stored) return;
+    this.metrics?.recordDeadLetter(
+      delivery,
+      reason ?? (error instanceof InvalidMessageError ? error.reason : 'non-retryable'),
+    );
+    delivery.ack();
+  }
+
+  /**
+   * Gives a delivery the module held (through a database outage, or when shutdown interrupts the wait) back to
+   * its queue without costing it an attempt or a redelivery: as a fresh copy with its counters unchanged
+   * (RetryScheduler.returnToQueue), acknowledged once the copy is confirmed. An ordered consumer's delivery is
+   * requeued in place instead, since a copy at the tail would let later messages of its key pass it.
+   */
+  async returnToQueue(delivery: InboundDelivery, why: string): Promise<void> {
+    if (delivery.isSettled) return;
+    const id = delivery.envelope?.messageId ?? delivery.raw.properties.messageId ?? '?';
+    if (isOrdered(delivery.consumer)) {
+      this.logger.warn(`${delivery.consumer.name}: ${why}; message ${id} goes back to the head of its queue`);
       delivery.nack(true);
+      return;
     }
+    this.logger.warn(`${delivery.consumer.name}: ${why}; message ${id} goes back to its queue`);
+    const returned = await publishWhileHeld(
+      delivery,
+      () => this.retries.returnToQueue(delivery),
+      `returning message ${id} to ${delivery.consumer.queue}`,
+      this.logger,
+    );
+    if (returned) delivery.ack();
   }
 }

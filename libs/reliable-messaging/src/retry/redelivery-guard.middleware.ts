@@ -5,20 +5,19 @@ import { InvalidMessageError } from '../errors/invalid-message.error';
 import { RedeliveryLimitError } from '../errors/redelivery-limit.error';
 import type { MessageMiddleware } from '../pipeline/message-middleware';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
-import { sleep } from '../util/backoff';
-import { errorMessage } from '../util/error-text';
 import { DELAY_RESOLUTION_MS } from './delay-levels';
+import { publishWhileHeld } from './publish-while-held';
 import type { RetryPolicy } from './retry-policy';
 import type { RetryScheduler } from './retry-scheduler.service';
 
 const MAX_REDELIVERIES_HEADER = 10_000;
-/** How long to hold a redelivery whose checkpoint could not be published before handing it back. */
-const REQUEUE_PAUSE_MS = 1000;
 
 /**
  * Bounds deliveries that end with no outcome, above all a handler that kills the process: no failure is ever
- * recorded for it, so the attempt count alone would let it loop forever. A delivery the broker flags as
- * redelivered is not handled; instead a copy counting one more redelivery (`rm-redeliveries`) goes back to the
+ * recorded for it, so the attempt count alone would let it loop forever. The module itself never requeues a
+ * delivery of an unordered consumer on purpose (an outage holds it, and a return is a fresh copy), so the
+ * broker's redelivered flag means exactly that: the process or its connection died while the message was out.
+ * A delivery the broker flags as redelivered is not handled; instead a copy counting one more redelivery (`rm-redeliveries`) goes back to the
  * queue through the delay levels, after the retry backoff for that count, published with a confirm before the
  * original is acknowledged. Past `maxRedeliveries` the message is dead-lettered as `redelivery-limit`.
  *
@@ -36,18 +35,14 @@ export function redeliveryGuardMiddleware(policy: RetryPolicy, scheduler: RetryS
   const checkpoint = async (delivery: InboundDelivery): Promise<void> => {
     const redeliveries = readRedeliveries(delivery.raw) + 1;
     if (redeliveries > maxRedeliveries) throw new RedeliveryLimitError(redeliveries);
-    try {
-      const delayMs = DELAY_RESOLUTION_MS + policy.delayBefore(redeliveries + 1);
-      await scheduler.checkpointRedelivery(delivery, redeliveries, delayMs);
-    } catch (error) {
-      logger.error(
-        `${delivery.consumer.name}: could not count a redelivery of ${delivery.raw.properties.messageId ?? 'a message'} (${errorMessage(error)}); returning it to the queue`,
-      );
-      await sleep(REQUEUE_PAUSE_MS);
-      delivery.nack(true);
-      return;
-    }
-    delivery.ack();
+    const delayMs = DELAY_RESOLUTION_MS + policy.delayBefore(redeliveries + 1);
+    const counted = await publishWhileHeld(
+      delivery,
+      () => scheduler.checkpointRedelivery(delivery, redeliveries, delayMs),
+      `${delivery.consumer.name}: counting a redelivery of ${delivery.raw.properties.messageId ?? 'a message'}`,
+      logger,
+    );
+    if (counted) delivery.ack();
   };
   // A first delivery, by far the common case, passes straight on without a promise of this stage's own.
   return (next) => (delivery) => (delivery.raw.fields.redelivered ? checkpoint(delivery) : next(delivery));

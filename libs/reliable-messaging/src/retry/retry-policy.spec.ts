@@ -41,13 +41,16 @@ describe('RetryPolicy', () => {
 
   it('retries anything else until maxAttempts, then dead-letters it as attempts-exhausted', () => {
     const p = policy();
-    for (let attempt = 1; attempt < 6; attempt++) {
+    for (let attempt = 1; attempt < 12; attempt++) {
       expect(p.decide(new Timeout('slow'), attempt)).toMatchObject({
         action: 'retry',
         nextAttempt: attempt + 1,
       });
     }
-    expect(p.decide(new Timeout('slow'), 6)).toEqual({ action: 'dead-letter', reason: 'attempts-exhausted' });
+    expect(p.decide(new Timeout('slow'), 12)).toEqual({
+      action: 'dead-letter',
+      reason: 'attempts-exhausted',
+    });
     expect(p.decide('a thrown string', 1)).toMatchObject({ action: 'retry' });
   });
 
@@ -63,15 +66,26 @@ describe('RetryPolicy', () => {
   });
 
   it.each([
-    [0, [0, 0, 0, 0, 0, 0]],
-    [0.5, [500, 1000, 2000, 4000, 8000, 16000]],
+    [0, [500, 1000, 2000, 4000, 8000, 16000]],
+    [0.5, [800, 1500, 3000, 6000, 12000, 24000]],
     [0.9999, [1000, 2000, 4000, 8000, 16000, 32000]],
-  ])('draws full jitter below a doubling ceiling (random %f)', (random, expected) => {
+  ])('draws equal jitter between half a doubling ceiling and all of it (random %f)', (random, expected) => {
     const p = policy(random);
     expect([2, 3, 4, 5, 6, 7].map((next) => p.delayBefore(next))).toEqual(expected);
     expect([2, 3, 4, 5, 6, 7].map((next) => p.ceilingBefore(next))).toEqual([
       1000, 2000, 4000, 8000, 16000, 32000,
     ]);
+  });
+
+  it('spends between 5 and 10 minutes on retries with the defaults, so a 5-minute outage is outlasted', () => {
+    const total = (random: number) => {
+      const p = policy(random);
+      let sum = 0;
+      for (let next = 2; next <= p.options.maxAttempts; next++) sum += p.delayBefore(next);
+      return sum;
+    };
+    expect(total(0)).toBeGreaterThanOrEqual(300_000);
+    expect(total(0.9999)).toBeLessThanOrEqual(610_000);
   });
 
   it('caps the ceiling at maxDelayMs', () => {
@@ -88,7 +102,7 @@ describe('RetryPolicy', () => {
     expect(merged).toMatchObject({
       maxAttempts: 3,
       initialDelayMs: 200,
-      maxDelayMs: 60_000,
+      maxDelayMs: 120_000,
       maxRedeliveries: 5,
     });
     expect(merged.nonRetryableErrors).toEqual([PaymentDeclined, OutOfStock]);

@@ -6,7 +6,7 @@ import { ConfirmPublisher } from '../amqp/confirm-publisher';
 import { withoutBrokerHeaders } from '../envelope/broker-headers';
 import { republish } from '../envelope/republish';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
-import { delayEntryExchange, delayRoutingKey } from './delay-levels';
+import { DELAY_RESOLUTION_MS, delayEntryExchange, delayRoutingKey } from './delay-levels';
 
 /**
  * Puts a failed delivery back on its way, published with a confirm before the original is acknowledged, so a
@@ -37,6 +37,22 @@ export class RetryScheduler {
     headers[HEADERS.retryQueue] = delivery.consumer.queue;
     await this.publisher.publish(
       republish(delivery.raw, this.delayed(delayMs), headers, {
+        fallbackMessageId: delivery.envelope?.messageId,
+      }),
+    );
+  }
+
+  /**
+   * Returns the delivery to its queue on purpose (the module held it through an outage, or is shutting down)
+   * as a fresh copy with its counters unchanged, so the return costs no attempt and no redelivery: the broker
+   * flags a requeued delivery as redelivered, and on quorum queues counts it, and neither can tell the module's
+   * returns from crashes. The copy waits one delay step, as other returns do.
+   */
+  async returnToQueue(delivery: InboundDelivery): Promise<void> {
+    const headers = carriedHeaders(delivery);
+    headers[HEADERS.retryQueue] = delivery.consumer.queue;
+    await this.publisher.publish(
+      republish(delivery.raw, this.delayed(DELAY_RESOLUTION_MS), headers, {
         fallbackMessageId: delivery.envelope?.messageId,
       }),
     );

@@ -10,11 +10,14 @@ export type ErrorClass = abstract new (...args: never[]) => unknown;
  * `@Consume({ retry })`; a consumer's numbers replace the module's, its error classes and predicate add to them.
  */
 export interface RetryOptions {
-  /** Attempts in all, the first one included; 1 turns retries off. Default: 6. */
+  /**
+   * Attempts in all, the first one included; 1 turns retries off. Default: 12, which with the default delays
+   * spends between 5 and 10 minutes retrying before a message is dead-lettered.
+   */
   maxAttempts?: number;
-  /** Ceiling of the first retry's delay; each later retry doubles the ceiling (full jitter below it). Default: 1000 ms. */
+  /** Ceiling of the first retry's delay; each later retry doubles the ceiling (a delay drawn between half of it and all of it). Default: 1000 ms. */
   initialDelayMs?: number;
-  /** Cap on any retry's delay ceiling, at most 86400000 (24 h). Default: 60000 ms. */
+  /** Cap on any retry's delay ceiling, at most 86400000 (24 h). Default: 120000 ms. */
   maxDelayMs?: number;
   /** Errors (by class, `instanceof`) dead-lettered at once, on top of `NonRetryableError` and its subclasses. Default: none. */
   nonRetryableErrors?: ErrorClass[];
@@ -38,9 +41,9 @@ export interface ResolvedRetryOptions {
   maxRedeliveries: number;
 }
 
-export const DEFAULT_RETRY_MAX_ATTEMPTS = 6;
+export const DEFAULT_RETRY_MAX_ATTEMPTS = 12;
 export const DEFAULT_RETRY_INITIAL_DELAY_MS = 1000;
-export const DEFAULT_RETRY_MAX_DELAY_MS = 60_000;
+export const DEFAULT_RETRY_MAX_DELAY_MS = 120_000;
 export const DEFAULT_RETRY_MAX_REDELIVERIES = 5;
 
 /** The module-wide retry options, defaults applied; `where` names the option in error messages. */

@@ -10,6 +10,7 @@ import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definit
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { AmqpConnection } from '../amqp/amqp-connection.service';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
+import { DatabaseAvailability } from '../database/database-availability.service';
 import { poolCapacityWarning } from '../flow-control/pool-capacity';
 import { errorMessage } from '../util/error-text';
 import { withTimeout } from '../util/with-timeout';
@@ -45,6 +46,7 @@ export class MessagingLifecycle
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly connection: AmqpConnection,
     private readonly registry: ConsumerRegistry,
+    private readonly database: DatabaseAvailability,
   ) {}
 
   /** True from the moment shutdown begins; readiness reports unhealthy from then on. */
@@ -84,6 +86,7 @@ export class MessagingLifecycle
       `shutting down${signal ? ` on ${signal}` : ''}: draining consumers (deadline ${this.options.shutdownTimeoutMs} ms)`,
     );
     const { completed, abandoned } = await this.registry.stopAll(deadline);
+    this.database.stop();
     if (abandoned > 0) {
       this.logger.warn(
         `${abandoned} in-flight message(s) not finished by the deadline go back to the broker for redelivery`,

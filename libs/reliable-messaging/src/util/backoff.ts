@@ -12,6 +12,20 @@ export function fullJitterDelay(
   return Math.floor(random() * ceiling);
 }
 
+/**
+ * Exponential backoff with equal jitter: a delay drawn uniformly from [ceiling/2, ceiling], ceiling as for
+ * full jitter. Spreads retries nearly as well, and keeps a floor, so a run of retries has a known least total.
+ */
+export function equalJitterDelay(
+  attempt: number,
+  baseMs: number,
+  capMs: number,
+  random: () => number = Math.random,
+): number {
+  const ceiling = Math.min(capMs, baseMs * 2 ** Math.max(0, Math.min(attempt - 1, 30)));
+  return Math.floor(ceiling / 2 + random() * (ceiling / 2));
+}
+
 /** Resolves after `ms`, or at once when `signal` aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

@@ -1,0 +1,29 @@
+import pg from 'pg';
+import type { EntityManager } from 'typeorm';
+
+/** The PostgreSQL backend serving a transaction's connection, where the driver is node-postgres. */
+export function backendPid(manager: EntityManager): number | undefined {
+  const runner = manager.queryRunner as { databaseConnection?: { processID?: unknown } } | undefined;
+  const connection = runner?.databaseConnection;
+  return typeof connection?.processID === 'number' ? connection.processID : undefined;
+}
+
+/**
+ * Ends the backend `pid` with `pg_terminate_backend`, over a connection of its own outside the pool (the pool
+ * may be exhausted by the very handlers this frees): the server rolls its transaction back, and node-postgres
+ * drops the broken connection from the pool. True when the server terminated it.
+ */
+export async function terminateBackend(manager: EntityManager, pid: number): Promise<boolean> {
+  const pool = (manager.connection.driver as { master?: { options?: pg.ClientConfig } }).master;
+  if (!pool?.options) return false;
+  const client = new pg.Client(pool.options);
+  // NOTE: a pg Client emits 'error' when its socket fails; unhandled, that would crash the process.
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    const result = await client.query<{ ok: boolean }>('SELECT pg_terminate_backend($1) AS ok', [pid]);
+    return result.rows[0]?.ok === true;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}

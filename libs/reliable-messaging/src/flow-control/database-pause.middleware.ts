@@ -1,0 +1,78 @@
+import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { DatabaseAvailability } from '../database/database-availability.service';
+import { isDatabaseUnavailableError } from '../database/database-errors';
+import type { InboundDelivery } from '../pipeline/inbound-delivery';
+import type { MessageMiddleware } from '../pipeline/message-middleware';
+
+/**
+ * In-place repeats allowed after an "unavailable" error that no probe confirmed (the database answered at
+ * once). A real outage repeats for free as long as it lasts; an error that only looks like one (a handler
+ * using its transaction after it ended, another database refusing) goes on as an ordinary failure.
+ */
+const UNCONFIRMED_REPEATS = 2;
+
+/** What the database pause stage needs from the rest of the module. */
+export interface DatabasePauseDependencies {
+  availability: DatabaseAvailability;
+  /** Gives a held delivery back to its queue without costing it an attempt or a redelivery. */
+  returnToQueue: (delivery: InboundDelivery, why: string) => Promise<void>;
+}
+
+/**
+ * Pauses a consumer, not its messages, while the module's database is down. A delivery that arrives during an
+ * outage waits before it starts, holding its concurrency slot, so the consumer takes no new work; a run that
+ * fails because the database became unavailable (connection refused or lost, backend terminated, server
+ * shutting down, too many clients) waits for the database to answer and runs again as the same attempt. Neither
+ * spends an attempt, and the delivery is never requeued, so the broker never flags it as redelivered.
+ *
+ * The wait ends early when the consumer drains (shutdown) or when the broker's consumer timeout comes near;
+ * the delivery then goes back to its queue as a fresh copy (an ordered consumer's, in place). Outside the
+ * deadline and the rate limit, so the wait counts against neither. Only for an app with a `dataSource`.
+ */
+export function databasePauseStage(
+  consumer: ConsumerDefinition,
+  deps: DatabasePauseDependencies | undefined,
+): MessageMiddleware | undefined {
+  if (!deps) return undefined;
+  const { availability, returnToQueue } = deps;
+
+  /**
+   * Waits for the database; false when the delivery went back to its queue instead, or when its channel closed
+   * meanwhile (the broker has it back, so running it here too would handle it twice).
+   */
+  const held = async (delivery: InboundDelivery): Promise<boolean> => {
+    const holdFor = delivery.holdUntil - Date.now();
+    const signal = Number.isFinite(holdFor)
+      ? AbortSignal.any([delivery.stopping, AbortSignal.timeout(Math.max(0, holdFor))])
+      : delivery.stopping;
+    await availability.whenAvailable(signal);
+    if (delivery.isSettled) return false;
+    if (!signal.aborted) return true;
+    await returnToQueue(
+      delivery,
+      delivery.stopping.aborted
+        ? 'shutting down while the database is unavailable'
+        : "the database stayed unavailable until the broker's consumer timeout came near",
+    );
+    return false;
+  };
+
+  return (next) => async (delivery) => {
+    let unconfirmed = 0;
+    for (;;) {
+      if (!availability.isAvailable && !(await held(delivery))) return;
+      try {
+        await next(delivery);
+        return;
+      } catch (error) {
+        if (delivery.isSettled || !isDatabaseUnavailableError(error)) throw error;
+        const probesBefore = availability.probeFailures;
+        availability.reportOutage(error);
+        if (!(await held(delivery))) return;
+        unconfirmed = availability.probeFailures === probesBefore ? unconfirmed + 1 : 0;
+        if (unconfirmed > UNCONFIRMED_REPEATS) throw error;
+        delivery.retryInPlace(delivery.attempt);
+      }
+    }
+  };
+}

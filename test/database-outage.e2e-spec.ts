@@ -1,0 +1,226 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import { IsString } from 'class-validator';
+import type { DataSource } from 'typeorm';
+import { Consume, HEADERS, MessageType, type MessageContext } from '@app/reliable-messaging';
+import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
+import { MessagingTestApp, queueCounts, uniqueQueue } from './support/messaging-app';
+import { TcpProxy } from './support/tcp-proxy';
+import { TestBroker } from './support/test-broker';
+import { waitFor } from './support/wait-for';
+
+@MessageType({ type: 'shop.order-paid', idempotencyKey: (m: OrderPaid) => `order-paid:${m.orderId}` })
+class OrderPaid {
+  @IsString() orderId!: string;
+}
+
+const LEDGER = uniqueQueue('ledger');
+const AUDIT = uniqueQueue('audit');
+const REFUNDS = uniqueQueue('refunds');
+const STATEMENTS = uniqueQueue('statements');
+const ORDERS = 12;
+
+/** What a handler saw on each run: the attempt and the redeliveries the message carried. */
+interface Run {
+  orderId: string;
+  attempt: number;
+  redelivered: boolean;
+  redeliveries: unknown;
+}
+
+function runOf(event: OrderPaid, ctx: MessageContext): Run {
+  return {
+    orderId: event.orderId,
+    attempt: ctx.attempt,
+    redelivered: ctx.redelivered,
+    redeliveries: ctx.envelope.headers[HEADERS.redeliveries],
+  };
+}
+
+/** Deduplicates through the inbox (the default with a dataSource) and writes in the handler's transaction. */
+@Injectable()
+class LedgerHandler {
+  readonly runs: Run[] = [];
+
+  @Consume({ queue: LEDGER, queueType: 'quorum', concurrency: 4 })
+  async onPaid(event: OrderPaid, ctx: MessageContext): Promise<void> {
+    this.runs.push(runOf(event, ctx));
+    await ctx.manager!.query('INSERT INTO ledger (order_id) VALUES ($1)', [event.orderId]);
+  }
+}
+
+/** Idempotent by construction (`dedup: false`): writes through the DataSource, outside any inbox transaction. */
+@Injectable()
+class AuditHandler {
+  readonly runs: Run[] = [];
+  dataSource!: DataSource;
+
+  @Consume({ queue: AUDIT, queueType: 'classic', dedup: false, concurrency: 4 })
+  async onPaid(event: OrderPaid, ctx: MessageContext): Promise<void> {
+    this.runs.push(runOf(event, ctx));
+    await this.dataSource.query('INSERT INTO audit (order_id) VALUES ($1) ON CONFLICT DO NOTHING', [
+      event.orderId,
+    ]);
+  }
+}
+
+/** One message at a time across replicas (`ordering: 'queue'`), through the inbox. */
+@Injectable()
+class StatementHandler {
+  readonly runs: Run[] = [];
+
+  @Consume({ queue: STATEMENTS, ordering: 'queue' })
+  async onPaid(event: OrderPaid, ctx: MessageContext): Promise<void> {
+    this.runs.push(runOf(event, ctx));
+    await ctx.manager!.query('INSERT INTO statements (order_id) VALUES ($1)', [event.orderId]);
+  }
+}
+
+/** Deduplicates through the inbox; only the spec's second app runs it to the end. */
+@Injectable()
+class RefundHandler {
+  readonly runs: Run[] = [];
+
+  @Consume({ queue: REFUNDS, queueType: 'classic', concurrency: 3 })
+  async onPaid(event: OrderPaid, ctx: MessageContext): Promise<void> {
+    this.runs.push(runOf(event, ctx));
+    await ctx.manager!.query('INSERT INTO refunds (order_id) VALUES ($1)', [event.orderId]);
+  }
+}
+
+async function count(db: MessagingDatabase, table: string): Promise<number> {
+  const [row] = (await db.dataSource.query(`SELECT count(*)::int AS n FROM ${table}`)) as Array<{
+    n: number;
+  }>;
+  return row.n;
+}
+
+describe('database outage: consumers pause, messages spend nothing', () => {
+  let db: MessagingDatabase;
+  let broker: TestBroker;
+  let proxy: TcpProxy;
+  let app: MessagingTestApp;
+
+  beforeAll(async () => {
+    db = await createMessagingDatabase([
+      'CREATE TABLE ledger (id serial PRIMARY KEY, order_id text NOT NULL)',
+      'CREATE TABLE audit (order_id text PRIMARY KEY)',
+      'CREATE TABLE refunds (id serial PRIMARY KEY, order_id text NOT NULL)',
+      'CREATE TABLE statements (id serial PRIMARY KEY, order_id text NOT NULL)',
+    ]);
+    const server = new URL(db.database.url);
+    proxy = await TcpProxy.start(server.hostname, Number(server.port || 5432));
+    broker = await TestBroker.connect();
+    const dataSource = await db.connect(10, (url) => proxy.route(url));
+    app = await MessagingTestApp.start(broker, {
+      providers: [LedgerHandler, AuditHandler, StatementHandler],
+      options: {
+        dataSource,
+        outbox: { relay: false },
+        // Without the pause, two quick attempts would dead-letter every message the outage touched.
+        retry: { maxAttempts: 2, initialDelayMs: 100, maxDelayMs: 100 },
+      },
+    });
+    app.get(AuditHandler).dataSource = dataSource;
+  });
+
+  afterAll(async () => {
+    proxy?.restore();
+    await app?.close();
+    await proxy?.close();
+    await broker?.deleteByPrefix();
+    await broker?.close();
+    await db?.drop();
+  });
+
+  it('holds every message through the outage, then applies each once as its first attempt', async () => {
+    const ledger = app.get(LedgerHandler);
+    const audit = app.get(AuditHandler);
+    const statements = app.get(StatementHandler);
+    proxy.cut();
+    const refusedAtCut = proxy.refusedConnections;
+    for (let i = 0; i < ORDERS; i++)
+      await app.publisher.publishNow(Object.assign(new OrderPaid(), { orderId: `o-${i}` }));
+
+    // The outage lasts while the module tries the database several times, far past both attempts' backoff.
+    await waitFor('five refused connection attempts', () => proxy.refusedConnections - refusedAtCut >= 5);
+    expect(ledger.runs).toEqual([]);
+    expect(statements.runs).toEqual([]);
+    expect(audit.runs.length).toBeLessThanOrEqual(4);
+    const held = await queueCounts(AUDIT);
+    expect(held.unacked + held.ready).toBe(ORDERS);
+
+    proxy.restore();
+    await waitFor('every order in the ledger and the audit', async () => {
+      const counts = await Promise.all(['ledger', 'audit', 'statements'].map((table) => count(db, table)));
+      return counts.every((n) => n === ORDERS);
+    });
+    await waitFor('both queues to be empty', async () => {
+      const [a, b] = await Promise.all([queueCounts(LEDGER), queueCounts(AUDIT)]);
+      return a.ready + a.unacked + b.ready + b.unacked === 0;
+    });
+
+    for (const runs of [ledger.runs, audit.runs, statements.runs]) {
+      expect(
+        runs.every((run) => run.attempt === 1 && !run.redelivered && run.redeliveries === undefined),
+      ).toBe(true);
+    }
+    expect(ledger.runs).toHaveLength(ORDERS);
+    // The ordered consumer held its place through the outage: every message once, in publish order.
+    const published = Array.from({ length: ORDERS }, (_, i) => `o-${i}`);
+    expect(statements.runs.map((run) => run.orderId)).toEqual(published);
+    expect(
+      (
+        (await db.dataSource.query('SELECT order_id FROM statements ORDER BY id')) as Array<{
+          order_id: string;
+        }>
+      ).map((row) => row.order_id),
+    ).toEqual(published);
+    expect((await queueCounts(`${LEDGER}.dlq`)).ready).toBe(0);
+    expect((await queueCounts(`${AUDIT}.dlq`)).ready).toBe(0);
+    expect((await queueCounts(`${STATEMENTS}.dlq`)).ready).toBe(0);
+    expect(app.logger.find('warn', /the database is unavailable/)).toHaveLength(1);
+    expect(app.logger.find('log', /the database answers again after \d+ ms/)).toHaveLength(1);
+  });
+
+  it('gives messages held at shutdown back as copies that cost no attempt and no redelivery', async () => {
+    const dataSource = await db.connect(10, (url) => proxy.route(url));
+    const first = await MessagingTestApp.start(broker, {
+      providers: [RefundHandler],
+      options: { dataSource, outbox: { relay: false } },
+    });
+    proxy.cut();
+    const refusedAtCut = proxy.refusedConnections;
+    for (let i = 0; i < 3; i++)
+      await first.publisher.publishNow(Object.assign(new OrderPaid(), { orderId: `r-${i}` }));
+    await waitFor('the three refunds held by the first app', async () => {
+      const counts = await queueCounts(REFUNDS);
+      return counts.unacked === 3 && proxy.refusedConnections - refusedAtCut >= 3;
+    });
+
+    await first.close();
+    expect(await queueCounts(REFUNDS)).toEqual({ ready: 3, unacked: 0, consumers: 0 });
+    expect(first.logger.find('warn', /shutting down while the database is unavailable/)).toHaveLength(3);
+    expect(first.get(RefundHandler).runs).toEqual([]);
+
+    proxy.restore();
+    const second = await MessagingTestApp.start(broker, {
+      providers: [RefundHandler],
+      options: { dataSource: await db.connect(), outbox: { relay: false } },
+    });
+    try {
+      await waitFor(
+        'the three refunds applied by the second app',
+        async () => (await count(db, 'refunds')) === 3,
+      );
+      const runs = second.get(RefundHandler).runs;
+      expect(runs).toHaveLength(3);
+      expect(
+        runs.every((run) => run.attempt === 1 && !run.redelivered && run.redeliveries === undefined),
+      ).toBe(true);
+      expect((await queueCounts(`${REFUNDS}.dlq`)).ready).toBe(0);
+    } finally {
+      await second.close();
+    }
+  });
+});
