@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { IsString } from 'class-validator';
 import type { DataSource } from 'typeorm';
-import { Consume, HEADERS, MessageType, type MessageContext } from '@app/reliable-messaging';
+import { Consume, HEADERS, MessagingHealth, MessageType, type MessageContext } from '@app/reliable-messaging';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, queueCounts, uniqueQueue } from './support/messaging-app';
 import { TcpProxy } from './support/tcp-proxy';
@@ -149,6 +149,16 @@ describe('database outage: consumers pause, messages spend nothing', () => {
     expect(audit.runs.length).toBeLessThanOrEqual(4);
     const held = await queueCounts(AUDIT);
     expect(held.unacked + held.ready).toBe(ORDERS);
+    const readiness = (await Promise.all(
+      app
+        .get(MessagingHealth)
+        .readiness()
+        .map((check) => (check as () => Promise<Record<string, unknown>>)()),
+    )) as Array<Record<string, unknown>>;
+    expect(readiness.find((result) => 'database' in result)?.database).toMatchObject({
+      status: 'down',
+      available: false,
+    });
 
     proxy.restore();
     await waitFor('every order in the ledger and the audit', async () => {

@@ -21,18 +21,19 @@ class ReceiptRequested {
   @IsString() id!: string;
 }
 
-const SLOW_MS = 2_000;
-
 @Injectable()
 class Handlers {
   slowStarted = 0;
   readonly fastDone = new Map<string, number>();
   readonly receiptStarts: number[] = [];
+  /** Ends every slow handler; until then the slow consumer's slots stay taken. */
+  releaseSlow!: () => void;
+  private readonly slowReleased = new Promise<void>((resolve) => (this.releaseSlow = resolve));
 
   @Consume({ queue: uniqueQueue('flow-slow'), concurrency: 2 })
   async onReport(_event: ReportRequested): Promise<void> {
     this.slowStarted++;
-    await new Promise((resolve) => setTimeout(resolve, SLOW_MS));
+    await this.slowReleased;
   }
 
   @Consume({ queue: uniqueQueue('flow-fast'), concurrency: 10 })
@@ -64,37 +65,34 @@ describe('flow control', () => {
   });
 
   afterAll(async () => {
+    handlers?.releaseSlow();
     await app?.close();
     await broker?.deleteByPrefix();
     await broker?.close();
   });
 
-  /** Publishes 100 fast messages and resolves with how long until the last was handled. */
-  async function fastRound(prefix: string): Promise<number> {
-    const started = performance.now();
+  /** Publishes 100 fast messages and waits until all were handled. */
+  async function fastRound(prefix: string): Promise<void> {
     for (let i = 0; i < 100; i++)
       await app.publisher.publishNow(Object.assign(new PriceChecked(), { id: `${prefix}-${i}` }));
     await waitFor(
       `100 ${prefix} prices`,
       () => [...handlers.fastDone.keys()].filter((id) => id.startsWith(prefix)).length === 100,
     );
-    return (
-      Math.max(...[...handlers.fastDone].filter(([id]) => id.startsWith(prefix)).map(([, at]) => at)) -
-      started
-    );
   }
 
-  it('keeps a fast consumer as fast while a slow one is saturated with a backlog (own channel and prefetch)', async () => {
-    const baselineMs = await fastRound('baseline');
+  it('keeps a fast consumer going while a slow one is saturated with a backlog (own channel and prefetch)', async () => {
+    await fastRound('baseline');
     for (let i = 0; i < 20; i++)
       await app.publisher.publishNow(Object.assign(new ReportRequested(), { id: `report-${i}` }));
     await waitFor('both slow slots busy', () => handlers.slowStarted === 2);
 
-    const loadedMs = await fastRound('loaded');
+    // The slow handlers hold their slots until the end: a consumer sharing their channel or prefetch would
+    // never get its messages, so all 100 arriving is the proof, whatever the machine's speed.
+    await fastRound('loaded');
 
     expect(handlers.slowStarted).toBe(2);
-    expect(loadedMs).toBeLessThan(SLOW_MS);
-    expect(loadedMs).toBeLessThan(baselineMs * 3 + 500);
+    handlers.releaseSlow();
   });
 
   it('starts at most `limit` handlers per period on a rate-limited consumer, and handles every message', async () => {

@@ -7,9 +7,11 @@ import { waitFor } from './support/wait-for';
 
 /** The compiled fixture; `RM_TEST_DIST` points at another build output than `dist` (a private build). */
 const FIXTURE = `${process.env.RM_TEST_DIST ?? 'dist'}/test/fixtures/retry-app.js`;
-const INITIAL_DELAY_MS = 3000;
-/** The fixture's fixed jitter draw: the first retry waits 0.99 × 3000 ms, rounded to 3000 ms. */
+/** Long enough that the kill, which waits for the broker's counts, lands well inside the wait on a busy machine. */
+const INITIAL_DELAY_MS = 8000;
+/** The fixture's fixed jitter draw: the first retry waits 4000 + 0.99 × 4000 ms, rounded to 8000 ms. */
 const RANDOM = 0.99;
+const RETRY_DELAY_MS = 8000;
 
 describe('retry state survives an app restart mid-backoff', () => {
   let broker: TestBroker;
@@ -71,7 +73,7 @@ describe('retry state survives an app restart mid-backoff', () => {
     });
     await first.stop('SIGKILL');
 
-    expect(Number(/attempt 2 in (\d+) ms/.exec(scheduled)?.[1])).toBe(3000);
+    expect(Number(/attempt 2 in (\d+) ms/.exec(scheduled)?.[1])).toBe(RETRY_DELAY_MS);
     expect(first.lines.filter((line) => line.startsWith('handling fail-first-1'))).toEqual([
       'handling fail-first-1 attempt=1 redelivered=false',
     ]);
@@ -80,10 +82,10 @@ describe('retry state survives an app restart mid-backoff', () => {
     expect(await waitingInDelayLevels()).toBe(1);
 
     const second = startApp();
-    await second.waitForLine(/^handled fail-first-1 attempt=2$/, 15_000);
+    await second.waitForLine(/^handled fail-first-1 attempt=2$/, 25_000);
     const handledAfter = Date.now() - scheduledAt;
 
-    expect(handledAfter).toBeGreaterThanOrEqual(3000 - 100);
+    expect(handledAfter).toBeGreaterThanOrEqual(RETRY_DELAY_MS - 100);
     expect(second.lines.filter((line) => line.startsWith('handling fail-first-1'))).toEqual([
       'handling fail-first-1 attempt=2 redelivered=false',
     ]);
