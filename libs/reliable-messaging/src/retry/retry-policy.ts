@@ -1,6 +1,6 @@
 import { InvalidMessageError } from '../errors/invalid-message.error';
 import { RedeliveryLimitError } from '../errors/redelivery-limit.error';
-import { equalJitterDelay } from '../util/backoff';
+import { backoffCeiling, equalJitterDelay } from '../util/backoff';
 import { quantiseDelay } from './delay-levels';
 import { createErrorClassifier, type ErrorClassifier } from './error-classifier';
 import type { ResolvedRetryOptions } from './retry.options';
@@ -43,8 +43,7 @@ export class RetryPolicy {
 
   /** The largest delay the policy can draw before attempt `nextAttempt`, before rounding. */
   ceilingBefore(nextAttempt: number): number {
-    const { initialDelayMs, maxDelayMs } = this.options;
-    return Math.min(maxDelayMs, initialDelayMs * 2 ** Math.min(nextAttempt - 2, 30));
+    return backoffCeiling(nextAttempt - 1, this.options.initialDelayMs, this.options.maxDelayMs);
   }
 }
 

@@ -26,12 +26,14 @@ const PAST_DEADLINE_GRACE_MS = 1000;
  * `shutdownTimeoutMs` (keep it below Kubernetes' terminationGracePeriodSeconds):
  *
  * 1. readiness goes down (from Nest's first shutdown hook, before anything stops);
- * 2. every consumer cancels its subscription, so the broker sends nothing more;
+ * 2. every consumer cancels its subscription, so the broker sends nothing more, and deliveries held for a
+ *    database outage go back to their queues as fresh copies at once;
  * 3. in-flight handlers finish and are acknowledged, up to the deadline; at the deadline the handlers still
  *    running have their `ctx.signal` aborted, and their deliveries go back to the broker when the consumer
  *    channels close (the log says how many);
- * 4. registered steps run (the outbox relay finishes its batch and its confirms);
- * 5. the connection closes, and with it the publisher channel.
+ * 4. the database probe stops;
+ * 5. registered steps run (the outbox relay finishes its batch and its confirms);
+ * 6. the connection closes, and with it the publisher channel.
  */
 @Injectable()
 export class MessagingLifecycle

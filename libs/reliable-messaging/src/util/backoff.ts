@@ -8,8 +8,7 @@ export function fullJitterDelay(
   capMs: number,
   random: () => number = Math.random,
 ): number {
-  const ceiling = Math.min(capMs, baseMs * 2 ** Math.max(0, Math.min(attempt - 1, 30)));
-  return Math.floor(random() * ceiling);
+  return Math.floor(random() * backoffCeiling(attempt, baseMs, capMs));
 }
 
 /**
@@ -22,8 +21,13 @@ export function equalJitterDelay(
   capMs: number,
   random: () => number = Math.random,
 ): number {
-  const ceiling = Math.min(capMs, baseMs * 2 ** Math.max(0, Math.min(attempt - 1, 30)));
+  const ceiling = backoffCeiling(attempt, baseMs, capMs);
   return Math.floor(ceiling / 2 + random() * (ceiling / 2));
+}
+
+/** The exponential ceiling of attempt `attempt` (1 for the first): min(cap, base × 2^(attempt-1)). */
+export function backoffCeiling(attempt: number, baseMs: number, capMs: number): number {
+  return Math.min(capMs, baseMs * 2 ** Math.max(0, Math.min(attempt - 1, 30)));
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
