@@ -85,11 +85,10 @@ export class ConsumerRunner {
   async stop(deadline: number): Promise<DrainResult> {
     this.stopping = true;
     this.draining.abort();
-    const channel = this.channel;
-    const tag = this.consumerTag;
-    this.consumerTag = undefined;
-    if (channel && tag) await channel.cancel(tag).catch(() => undefined);
     const before = this.completed;
+    // In turn with (re)subscriptions: one already under way finishes first and is cancelled here; any later one
+    // sees `stopping` and subscribes nothing.
+    const channel = await this.serially(() => this.cancel());
     const remaining = Math.max(0, deadline - Date.now());
     // The deadline timer is cancelled once the drain ends, so it cannot hold the process open after shutdown.
     const drained = new AbortController();
@@ -122,14 +121,29 @@ export class ConsumerRunner {
     await this.subscribe(channel);
   }
 
-  /** Runs subscription changes one at a time, so a reconnect and a resubscribe never open two channels. */
-  private serially(work: () => Promise<void>): Promise<void> {
+  /**
+   * Runs subscription changes one at a time, so a reconnect and a resubscribe never open two channels and no
+   * subscription slips past `stop()`.
+   */
+  private serially<T>(work: () => Promise<T>): Promise<T> {
     const next = this.lifecycle.then(work);
-    this.lifecycle = next.catch(() => undefined);
+    this.lifecycle = next.then(
+      () => undefined,
+      () => undefined,
+    );
     return next;
   }
 
+  /** Cancels the subscription, if any; resolves with the channel it was on. */
+  private async cancel(): Promise<Channel | undefined> {
+    const { channel, consumerTag } = this;
+    this.consumerTag = undefined;
+    if (channel && consumerTag) await channel.cancel(consumerTag).catch(() => undefined);
+    return channel;
+  }
+
   private async subscribe(channel: Channel): Promise<void> {
+    if (this.stopping) return;
     const reply = await channel.consume(
       this.definition.queue,
       (message) => this.onMessage(channel, message),
@@ -212,7 +226,11 @@ export class ConsumerRunner {
             if (this.channel && this.consumerTag === undefined) await this.subscribe(this.channel);
             else if (!this.channel) await this.open(model);
           });
-          this.logger.log(`${this.definition.name}: resubscribed to ${this.definition.queue}`);
+          this.logger.log(
+            this.stopping
+              ? `${this.definition.name}: stopping; not resubscribing to ${this.definition.queue}`
+              : `${this.definition.name}: resubscribed to ${this.definition.queue}`,
+          );
           return;
         } catch (error) {
           const delay = fullJitterDelay(attempt, RESUBSCRIBE_BASE_MS, RESUBSCRIBE_CAP_MS);

@@ -1,0 +1,80 @@
+// @ts-check
+/**
+ * Readies a RabbitMQ on this machine for the test suite, before Jest starts: enables the consistent-hash
+ * exchange (ordering by key needs it; RabbitMQ ships it off), and resets the memory and disk limits to this
+ * machine's defaults, in case a fault test that failed half-way left an alarm raised that would block every
+ * publisher. A broker elsewhere is left alone. Never fails the run: when a step cannot be done, it says in one
+ * line how to do it by hand, and the specs that need it fail with their own message.
+ */
+import { spawnSync } from 'node:child_process';
+import process from 'node:process';
+import { URL } from 'node:url';
+
+const PLUGIN = 'rabbitmq_consistent_hash_exchange';
+const ENABLE = `rabbitmq-plugins enable ${PLUGIN}`;
+/** RabbitMQ's defaults, which this machine's broker runs with (see `rabbitmqctl environment`). */
+const MEMORY_HIGH_WATERMARK = '0.4';
+const DISK_FREE_LIMIT = '50MB';
+const LOCAL_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+const COMMAND_TIMEOUT_MS = 60_000;
+
+const host = hostOf(process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672');
+if (!LOCAL_HOSTS.has(host)) {
+  say(`the broker at ${host} is not on this machine; the ordering specs need ${PLUGIN} there: ${ENABLE}`);
+} else {
+  const failure = enablePlugin();
+  if (failure) {
+    say(
+      `could not enable ${PLUGIN} (${failure}); unless docker-compose.yml runs the broker (it has it), run once: sudo ${ENABLE}`,
+    );
+  } else {
+    const reset =
+      run('rabbitmqctl', ['set_vm_memory_high_watermark', MEMORY_HIGH_WATERMARK]) ??
+      run('rabbitmqctl', ['set_disk_free_limit', DISK_FREE_LIMIT]);
+    if (reset) say(`could not reset the broker's memory and disk limits (${reset})`);
+  }
+}
+
+/**
+ * Enables the plugin unless it is on already; returns why that failed, or undefined.
+ * NOTE: `enable` applies the plugin configuration to the node even when nothing changes, which takes seconds;
+ * `is_enabled` answers at once.
+ */
+function enablePlugin() {
+  if (run('rabbitmq-plugins', ['is_enabled', PLUGIN]) === undefined) return undefined;
+  return run('rabbitmq-plugins', ['enable', PLUGIN]);
+}
+
+/**
+ * The host of the first URL in `urls` (comma-separated, as AMQP_URL may be), or the text itself.
+ * @param {string} urls
+ */
+function hostOf(urls) {
+  const first = urls.split(',')[0].trim();
+  try {
+    return new URL(first).hostname;
+  } catch {
+    return first;
+  }
+}
+
+/**
+ * Runs a RabbitMQ CLI tool quietly; returns why it failed, or undefined when it worked.
+ * @param {string} tool
+ * @param {string[]} args
+ */
+function run(tool, args) {
+  const result = spawnSync(tool, ['-q', ...args], { encoding: 'utf8', timeout: COMMAND_TIMEOUT_MS });
+  if (result.error) {
+    const code = /** @type {NodeJS.ErrnoException} */ (result.error).code;
+    return code === 'ENOENT' ? `${tool} is not on PATH` : `${tool}: ${result.error.message}`;
+  }
+  if (result.status === 0) return undefined;
+  const lines = `${result.stderr}\n${result.stdout}`.split('\n').map((line) => line.trim());
+  return `${tool} ${args[0]}: ${lines.find((line) => line !== '') ?? `exit code ${result.status}`}`;
+}
+
+/** @param {string} line */
+function say(line) {
+  process.stderr.write(`prepare-test-broker: ${line}\n`);
+}

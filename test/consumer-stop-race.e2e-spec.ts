@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Logger } from '@nestjs/common';
+import type { Channel, ChannelModel } from 'amqplib';
+import { AmqpConnection } from '@app/reliable-messaging';
+import { TopologyService } from '@app/reliable-messaging/amqp/topology.service';
+import type { ConsumerDefinition } from '@app/reliable-messaging/consuming/consumer-definition';
+import { ConsumerRunner } from '@app/reliable-messaging/consuming/consumer-runner';
+import {
+  resolveOptions,
+  type ResolvedMessagingOptions,
+} from '@app/reliable-messaging/reliable-messaging.options';
+import { CapturingLogger } from './support/messaging-app';
+import { TestBroker } from './support/test-broker';
+import { waitFor } from './support/wait-for';
+
+/** A point the code under test reaches and waits at until the spec opens it. */
+class Latch {
+  readonly reached: Promise<void>;
+  private readonly opened: Promise<void>;
+  private markReached!: () => void;
+  private markOpened!: () => void;
+
+  constructor() {
+    this.reached = new Promise((resolve) => (this.markReached = resolve));
+    this.opened = new Promise((resolve) => (this.markOpened = resolve));
+  }
+
+  /** Called by the code under test: says it got here, then waits for {@link open}. */
+  pass(): Promise<void> {
+    this.markReached();
+    return this.opened;
+  }
+
+  open(): void {
+    this.markOpened();
+  }
+}
+
+/** Declares for real, then holds a resubscription at `hold`, when the spec sets one. */
+class HeldTopology extends TopologyService {
+  hold?: Latch;
+
+  override async declareOne(model: ChannelModel, consumer: ConsumerDefinition): Promise<void> {
+    await super.declareOne(model, consumer);
+    await this.hold?.pass();
+  }
+}
+
+/** `model`, with the opening of a channel or its consume-ok (after the broker registered the consumer) held at `gate`. */
+function holdAt(model: ChannelModel, step: 'createChannel' | 'consume', gate: Latch): ChannelModel {
+  const held: ChannelModel = Object.create(model);
+  held.createChannel = async () => {
+    if (step === 'createChannel') await gate.pass();
+    const channel: Channel = await model.createChannel();
+    if (step === 'consume') {
+      const consume = channel.consume.bind(channel);
+      channel.consume = async (...args) => {
+        const reply = await consume(...args);
+        await gate.pass();
+        return reply;
+      };
+    }
+    return channel;
+  };
+  return held;
+}
+
+describe('a consumer stopped while it (re)subscribes', () => {
+  const logger = new CapturingLogger();
+  let broker: TestBroker;
+  let options: ResolvedMessagingOptions;
+  let connection: AmqpConnection;
+  let topology: HeldTopology;
+
+  const consumers = async (queue: string) =>
+    (await (await broker.openChannel()).checkQueue(queue)).consumerCount;
+
+  /** A runner on a classic queue, declared here; its handler waits at `handling` when given one. */
+  const runnerOn = async (scenario: string, handling?: Latch) => {
+    const queue = broker.name(scenario);
+    const definition: ConsumerDefinition = {
+      name: `StopRace.${scenario}`,
+      queue,
+      deadLetterQueue: `${queue}.dlq`,
+      exchange: options.exchange,
+      bindings: [],
+      queueType: 'classic',
+      queueArguments: topology.queueArguments(queue, 'classic'),
+      concurrency: 1,
+      prefetch: 1,
+      messageTypes: [],
+      acceptedMajorVersions: [1],
+      instance: {},
+      methodName: scenario,
+      options: { queue },
+    };
+    broker.track(definition.deadLetterQueue);
+    await topology.declareOne(connection.model!, definition);
+    const runner = new ConsumerRunner(definition, async () => handling?.pass(), connection, topology);
+    return { queue, runner };
+  };
+
+  beforeAll(async () => {
+    Logger.overrideLogger(logger);
+    broker = await TestBroker.connect();
+    options = resolveOptions({
+      urls: broker.url,
+      exchange: broker.name('events'),
+      connectionName: `${broker.prefix}.runner`,
+    });
+    broker.track(options.deadLetterExchange);
+    connection = new AmqpConnection(options);
+    topology = new HeldTopology(options);
+    await connection.start();
+  });
+
+  afterAll(async () => {
+    await connection?.close();
+    await broker.deleteByPrefix();
+    await broker.close();
+  });
+
+  it('does not resubscribe after a server cancel when stop() begins while the queue is declared again', async () => {
+    const handling = new Latch();
+    const { queue, runner } = await runnerOn('recovering', handling);
+    await runner.start(connection.model!);
+    await broker.publishRaw({ queue }, 'in flight during the drain');
+    await handling.reached;
+
+    const declaring = new Latch();
+    topology.hold = declaring;
+    await (await broker.openChannel()).deleteQueue(queue);
+    await declaring.reached;
+    const stopped = runner.stop(Date.now() + 30_000);
+    topology.hold = undefined;
+    declaring.open();
+    await waitFor('the resubscription after the cancel to end', () =>
+      logger.lines.some((line) => line.message.includes('resubscrib') && line.message.endsWith(queue)),
+    );
+    const duringDrain = { consumers: await consumers(queue), consuming: runner.status.consuming };
+    handling.open();
+    const drained = await stopped;
+
+    expect(duringDrain).toEqual({ consumers: 0, consuming: false });
+    expect(drained).toEqual({ completed: 1, abandoned: 0 });
+    expect(await consumers(queue)).toBe(0);
+  });
+
+  it.each([
+    ['opening its channel', 'createChannel'],
+    ["awaiting the broker's consume-ok", 'consume'],
+  ] as const)(
+    'leaves no subscription when stop() begins while start() on a connection is %s',
+    async (_state, step) => {
+      const { queue, runner } = await runnerOn(`starting-${step}`);
+      const gate = new Latch();
+
+      const started = runner.start(holdAt(connection.model!, step, gate));
+      await gate.reached;
+      const stopped = runner.stop(Date.now() + 30_000);
+      gate.open();
+      await started;
+
+      expect(await stopped).toEqual({ completed: 0, abandoned: 0 });
+      expect({ consumers: await consumers(queue), consuming: runner.status.consuming }).toEqual({
+        consumers: 0,
+        consuming: false,
+      });
+    },
+  );
+});
