@@ -23,7 +23,7 @@ export interface ReliableMessagingModuleOptions {
     TlsConnectionOptions,
     'ca' | 'cert' | 'key' | 'passphrase' | 'servername' | 'rejectUnauthorized'
   >;
-  /** Name shown for the connection in the broker's management UI. Default: `reliable-messaging`. */
+  /** Names the app's two broker connections, shown as `<name>:consume` and `<name>:publish` in the management UI. Default: `reliable-messaging`. */
   connectionName?: string;
   /** AMQP heartbeat in seconds; a dead peer is noticed within about twice this. Default: 15. */
   heartbeatSeconds?: number;
@@ -45,7 +45,7 @@ export interface ReliableMessagingModuleOptions {
   reconnect?: { initialDelayMs?: number; maxDelayMs?: number };
   /** How long startup waits for the first connection before failing. Default: 30000 ms. */
   startupTimeoutMs?: number;
-  /** Written to every message's `app_id`. Default: the connection name. */
+  /** Written to every message's `app_id`. Default: `connectionName`. */
   appId?: string;
   /** Quorum queues' `x-delivery-limit`, a backstop against crash loops; attempts are counted by the module. Default: 20. */
   deliveryLimitBackstop?: number;
