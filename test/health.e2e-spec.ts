@@ -161,7 +161,7 @@ describe('health endpoints', () => {
       await broker.getAll(`${PingConsumer.queue}.dlq`);
     });
 
-    it('fails readiness, not liveness, while the broker connections are down', async () => {
+    it('stays ready but degraded, and live, while the broker connections are down: requests need only the outbox', async () => {
       // NOTE: the reconnect delay is drawn with full jitter; pinning the draw high keeps the app disconnected
       // long enough to observe it.
       const random = jest.spyOn(Math, 'random').mockReturnValue(0.99);
@@ -169,21 +169,30 @@ describe('health endpoints', () => {
         expect(await closeConnectionsNamed(running.connectionName)).toBe(2);
         let ready!: Probe;
         await waitFor(
-          'readiness to fail',
-          async () => (ready = await running.probe('/health/ready')).status === 503,
+          'the consumer connection reported down',
+          async () => {
+            ready = await running.probe('/health/ready');
+            return (ready.body.details.broker.consume as { connected: boolean }).connected === false;
+          },
+          { intervalMs: 10 },
         );
 
-        expect(ready.body.status).toBe('error');
-        expect(ready.body.error?.broker).toMatchObject({
-          status: 'down',
-          message: expect.stringMatching(
-            /^not connected \((consume|publish|consume, publish)\); reconnecting$/,
-          ),
+        expect(ready.status).toBe(200);
+        expect(ready.body.status).toBe('degraded');
+        expect(ready.body.details.broker).toMatchObject({
+          status: 'degraded',
+          consume: { connected: false, blocked: false },
+          message: expect.stringMatching(/^not connected \((consume|consume, publish)\); reconnecting$/),
         });
+        expect(ready.body.details.consumers.status).toBe('degraded');
         expect((await running.probe('/health/live')).status).toBe(200);
       } finally {
         random.mockRestore();
       }
+      await waitFor(
+        'readiness back to ok',
+        async () => (await running.probe('/health/ready')).body.status === 'ok',
+      );
     });
   });
 

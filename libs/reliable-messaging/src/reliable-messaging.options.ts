@@ -74,6 +74,14 @@ export interface ReliableMessagingModuleOptions {
   metricsRegistry?: Registry;
   /** How long a health check or a metrics scrape waits for the broker or the database. Default: 3000 ms. */
   probeTimeoutMs?: number;
+  /**
+   * Whether readiness fails while a broker connection is down or a consumer is not subscribed. Off, the outage
+   * shows as `degraded` in the health details (and in the `rm_broker_connected` metric) and the pod keeps taking
+   * requests. Default: false with a `dataSource` (`publish()` writes to the outbox, so requests need only
+   * PostgreSQL and the relay catches up after the outage), true without one (`publish()` needs the broker). A
+   * consumer-only app that wants its pods out of service during a broker outage sets true.
+   */
+  readinessRequiresBroker?: boolean;
   /** Retries of failed deliveries, for every consumer; `@Consume({ retry })` overrides. Defaults: see RetryOptions (6 attempts from 1 s, capped at 60 s). */
   retry?: RetryOptions;
   /**
@@ -109,6 +117,7 @@ export interface ResolvedMessagingOptions {
   consumerTimeoutMs: number;
   metricsRegistry?: Registry;
   probeTimeoutMs: number;
+  readinessRequiresBroker: boolean;
   retry: ResolvedRetryOptions;
   deadLetterAuditFile?: string;
 }
@@ -172,6 +181,7 @@ export function resolveOptions(options: ReliableMessagingModuleOptions): Resolve
     consumerTimeoutMs: options.consumerTimeoutMs ?? DEFAULT_CONSUMER_TIMEOUT_MS,
     metricsRegistry: options.metricsRegistry,
     probeTimeoutMs: options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS,
+    readinessRequiresBroker: options.readinessRequiresBroker ?? options.dataSource === undefined,
     retry: resolveRetryOptions(options.retry),
     deadLetterAuditFile: options.deadLetterAuditFile,
   };
@@ -200,6 +210,11 @@ export function resolveOptions(options: ReliableMessagingModuleOptions): Resolve
   assertInteger('consumerTimeoutMs', resolved.consumerTimeoutMs, 10_000, 2_147_483_647);
   assertDeadline('defaultDeadlineMs', resolved.defaultDeadlineMs, resolved.consumerTimeoutMs);
   assertInteger('probeTimeoutMs', resolved.probeTimeoutMs, 1, 60_000);
+  if (typeof resolved.readinessRequiresBroker !== 'boolean') {
+    throw new ConfigurationError(
+      `ReliableMessagingModule: 'readinessRequiresBroker' must be true or false, got ${String(resolved.readinessRequiresBroker)}`,
+    );
+  }
   if (
     resolved.deadLetterAuditFile !== undefined &&
     (typeof resolved.deadLetterAuditFile !== 'string' || resolved.deadLetterAuditFile === '')

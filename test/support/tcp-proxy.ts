@@ -1,0 +1,106 @@
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+
+/** Default ports of the URL schemes a proxy is put in front of, for URLs that name none. */
+const DEFAULT_PORTS: Record<string, number> = {
+  'amqp:': 5672,
+  'amqps:': 5671,
+  'postgres:': 5432,
+  'postgresql:': 5432,
+};
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of one server (the broker, PostgreSQL), so a fault test can break one app's
+ * link to it without touching the server or other specs' clients. Point the app at {@link url}; {@link cut}
+ * resets every open connection and refuses new ones (each is reset as it arrives, so clients fail at once with
+ * ECONNRESET, as against a server that is down) until {@link restore}. {@link close} it in `afterAll`.
+ *
+ * @example
+ * const proxy = await TcpProxy.start(broker.url);
+ * const app = await MessagingTestApp.start(broker, { options: { urls: proxy.url } });
+ * proxy.cut(); // the broker is unreachable for this app only
+ * proxy.restore();
+ */
+export class TcpProxy {
+  private readonly pairs = new Set<{ client: Socket; server: Socket }>();
+  private refusing = false;
+
+  private constructor(
+    private readonly server: Server,
+    private readonly target: URL,
+  ) {}
+
+  /** Starts a proxy to the host and port of `targetUrl` (e.g. `amqp://guest:guest@127.0.0.1:5672`). */
+  static async start(targetUrl: string): Promise<TcpProxy> {
+    const target = new URL(targetUrl);
+    const port = Number(target.port || DEFAULT_PORTS[target.protocol]);
+    if (!port) throw new Error(`TcpProxy: no port in ${target.protocol} URL and no default for the scheme`);
+    const server = createServer();
+    const proxy = new TcpProxy(server, target);
+    server.on('connection', (client) => proxy.accept(client, target.hostname, port));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    return proxy;
+  }
+
+  /** The port the proxy listens on. */
+  get port(): number {
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /** The target URL with the proxy's host and port instead (credentials, path and query kept). */
+  get url(): string {
+    const url = new URL(this.target.toString());
+    url.hostname = '127.0.0.1';
+    url.port = String(this.port);
+    return url.toString();
+  }
+
+  /** Client connections open through the proxy now. */
+  get connections(): number {
+    return this.pairs.size;
+  }
+
+  /** Resets every open connection and refuses new ones until {@link restore}. */
+  cut(): void {
+    this.refusing = true;
+    for (const pair of [...this.pairs]) this.drop(pair);
+  }
+
+  /** Lets connections through again; clients reconnect on their own. */
+  restore(): void {
+    this.refusing = false;
+  }
+
+  /** Resets every connection and stops listening. */
+  async close(): Promise<void> {
+    this.cut();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private accept(client: Socket, host: string, port: number): void {
+    client.on('error', () => undefined);
+    if (this.refusing) {
+      client.resetAndDestroy();
+      return;
+    }
+    const server = connect(port, host);
+    const pair = { client, server };
+    this.pairs.add(pair);
+    server.on('error', () => this.drop(pair));
+    client.on('close', () => this.drop(pair));
+    server.on('close', () => this.drop(pair));
+    client.pipe(server);
+    server.pipe(client);
+  }
+
+  private drop(pair: { client: Socket; server: Socket }): void {
+    if (!this.pairs.delete(pair)) return;
+    if (!pair.client.destroyed) pair.client.resetAndDestroy();
+    pair.server.destroy();
+  }
+}
