@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import type { Channel, ChannelModel } from 'amqplib';
-import { AmqpConnection } from '@app/reliable-messaging';
+import { ConsumerConnection } from '@app/reliable-messaging';
 import { TopologyService } from '@app/reliable-messaging/amqp/topology.service';
 import type { ConsumerDefinition } from '@app/reliable-messaging/consuming/consumer-definition';
 import { ConsumerRunner } from '@app/reliable-messaging/consuming/consumer-runner';
@@ -69,7 +69,7 @@ describe('a consumer stopped while it (re)subscribes', () => {
   const logger = new CapturingLogger();
   let broker: TestBroker;
   let options: ResolvedMessagingOptions;
-  let connection: AmqpConnection;
+  let connection: ConsumerConnection;
   let topology: HeldTopology;
 
   const consumers = async (queue: string) =>
@@ -109,9 +109,9 @@ describe('a consumer stopped while it (re)subscribes', () => {
       connectionName: `${broker.prefix}.runner`,
     });
     broker.track(options.deadLetterExchange);
-    connection = new AmqpConnection(options);
+    connection = new ConsumerConnection(options);
     topology = new HeldTopology(options);
-    await connection.start();
+    await connection.start(async () => undefined);
   });
 
   afterAll(async () => {

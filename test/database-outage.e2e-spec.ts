@@ -108,10 +108,9 @@ describe('database outage: consumers pause, messages spend nothing', () => {
       'CREATE TABLE refunds (id serial PRIMARY KEY, order_id text NOT NULL)',
       'CREATE TABLE statements (id serial PRIMARY KEY, order_id text NOT NULL)',
     ]);
-    const server = new URL(db.database.url);
-    proxy = await TcpProxy.start(server.hostname, Number(server.port || 5432));
+    proxy = await TcpProxy.start(db.database.url);
     broker = await TestBroker.connect();
-    const dataSource = await db.connect(10, (url) => proxy.route(url));
+    const dataSource = await db.connect(10, () => proxy.url);
     app = await MessagingTestApp.start(broker, {
       providers: [LedgerHandler, AuditHandler, StatementHandler],
       options: {
@@ -194,7 +193,7 @@ describe('database outage: consumers pause, messages spend nothing', () => {
   });
 
   it('gives messages held at shutdown back as copies that cost no attempt and no redelivery', async () => {
-    const dataSource = await db.connect(10, (url) => proxy.route(url));
+    const dataSource = await db.connect(10, () => proxy.url);
     const first = await MessagingTestApp.start(broker, {
       providers: [RefundHandler],
       options: { dataSource, outbox: { relay: false } },

@@ -121,7 +121,11 @@ describe('health endpoints', () => {
       expect(Object.keys(ready.body.details).sort()).toEqual(
         ['broker', 'consumers', 'database', 'deadLetters', 'outbox', 'shutdown'].sort(),
       );
-      expect(ready.body.details.broker).toEqual({ status: 'up', connected: true, blocked: false });
+      expect(ready.body.details.broker).toEqual({
+        status: 'up',
+        consume: { connected: true, blocked: false },
+        publish: { connected: true, blocked: false },
+      });
       expect(ready.body.details.consumers).toEqual({
         status: 'up',
         consumers: [{ queue: PingConsumer.queue, consuming: true, inFlight: 0 }],
@@ -157,29 +161,38 @@ describe('health endpoints', () => {
       await broker.getAll(`${PingConsumer.queue}.dlq`);
     });
 
-    it('fails readiness, not liveness, while the broker connection is down', async () => {
+    it('stays ready but degraded, and live, while the broker connections are down: requests need only the outbox', async () => {
       // NOTE: the reconnect delay is drawn with full jitter; pinning the draw high keeps the app disconnected
       // long enough to observe it.
       const random = jest.spyOn(Math, 'random').mockReturnValue(0.99);
       try {
-        await closeConnectionsNamed(running.connectionName);
+        expect(await closeConnectionsNamed(running.connectionName)).toBe(2);
         let ready!: Probe;
         await waitFor(
-          'readiness to fail',
-          async () => (ready = await running.probe('/health/ready')).status === 503,
+          'the consumer connection reported down',
+          async () => {
+            ready = await running.probe('/health/ready');
+            return (ready.body.details.broker.consume as { connected: boolean }).connected === false;
+          },
+          { intervalMs: 10 },
         );
 
-        expect(ready.body.status).toBe('error');
-        expect(ready.body.error?.broker).toEqual({
-          status: 'down',
-          connected: false,
-          message: 'not connected; reconnecting',
+        expect(ready.status).toBe(200);
+        expect(ready.body.status).toBe('degraded');
+        expect(ready.body.details.broker).toMatchObject({
+          status: 'degraded',
+          consume: { connected: false, blocked: false },
+          message: expect.stringMatching(/^not connected \((consume|consume, publish)\); reconnecting$/),
         });
-        expect(ready.body.error?.consumers.status).toBe('down');
+        expect(ready.body.details.consumers.status).toBe('degraded');
         expect((await running.probe('/health/live')).status).toBe(200);
       } finally {
         random.mockRestore();
       }
+      await waitFor(
+        'readiness back to ok',
+        async () => (await running.probe('/health/ready')).body.status === 'ok',
+      );
     });
   });
 

@@ -133,7 +133,9 @@ describe('metrics', () => {
     expect(await value('rm_queue_consumers', { queue: QUEUE })).toBe(1);
     expect(await value('rm_consumer_up', { queue: QUEUE })).toBe(1);
     expect(await value('rm_consumer_in_flight', { queue: QUEUE })).toBe(0);
-    expect(await value('rm_broker_connected')).toBe(1);
+    expect(await value('rm_broker_connected', { connection: 'consume' })).toBe(1);
+    expect(await value('rm_broker_connected', { connection: 'publish' })).toBe(1);
+    expect(await value('rm_broker_blocked')).toBe(0);
     expect(await value('rm_outbox_pending')).toBe(0);
     expect(await value('rm_outbox_oldest_age_seconds')).toBe(0);
     expect(await value('rm_outbox_relayed_total', { outcome: 'published' })).toBe(2);

@@ -85,7 +85,8 @@ describe('ordering by key: 16 keys × 1,000 steps over 3 app instances', () => {
         },
       );
       const busiest = busiestInstance(await handledSteps(db.dataSource, queue));
-      expect(await closeConnectionsNamed(connectionName(Number(busiest.replace('instance-', ''))))).toBe(1);
+      // Both of its connections, consumer and publisher.
+      expect(await closeConnectionsNamed(connectionName(Number(busiest.replace('instance-', ''))))).toBe(2);
     }
     let handled = 0;
     await waitFor(

@@ -44,7 +44,9 @@ interface PublishOutcome {
 /**
  * Publishes entries 0..count-1 with `window` publishes awaiting their confirm at once, retrying each failed
  * publish (as an outbox relay would) until the broker confirms it. Publishing keeps at most `backlog` entries
- * ahead of the consumer, so it goes on for as long as consuming does and spans every drop.
+ * ahead of the consumer, so it goes on for as long as consuming does and spans every drop, and publishes no
+ * entry at or past `upTo()`, so a slow drop (rabbitmqctl takes seconds on a busy machine) cannot find the work
+ * already done.
  */
 async function publishAll(
   app: MessagingTestApp,
@@ -52,13 +54,14 @@ async function publishAll(
   count: number,
   window: number,
   backlog: number,
+  upTo: () => number,
 ): Promise<PublishOutcome[]> {
   const outcomes: PublishOutcome[] = [];
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < count) {
       const n = next++;
-      while (n - ledger.applied.size > backlog) await sleep(2);
+      while (n - ledger.applied.size > backlog || n >= upTo()) await sleep(2);
       const outcome: PublishOutcome = { attempts: 0, errors: [], slowestAttemptMs: 0 };
       outcomes[n] = outcome;
       for (;;) {
@@ -106,24 +109,27 @@ describe('the broker closes the connection while the app publishes and consumes'
 
   it('reconnects, resubscribes and loses nothing while publishing and consuming through two drops', async () => {
     const count = 4000;
-    const publishing = publishAll(app, ledger, count, 50, 200);
+    let upTo = 1000;
+    const publishing = publishAll(app, ledger, count, 50, 200, () => upTo);
 
-    for (const [drop, appliedBefore] of [
-      [1, 800],
-      [2, 1600],
+    for (const [drop, appliedBefore, thenUpTo] of [
+      [1, 800, 2000],
+      [2, 1600, count],
     ]) {
       await waitFor(`${appliedBefore} entries to be applied`, () => ledger.applied.size >= appliedBefore, {
         timeoutMs: 30_000,
       });
       expect(ledger.applied.size).toBeLessThan(count);
-      expect(await closeConnectionsNamed(app.connectionName)).toBe(1);
+      // The app's two connections, consumer and publisher, as a broker restart would close them.
+      expect(await closeConnectionsNamed(app.connectionName)).toBe(2);
       await waitFor(
         `reconnection ${drop}`,
-        () => app.logger.find('log', /^connected to /).length === drop + 1,
+        () => app.logger.find('log', /connection: connected to /).length === 2 * (drop + 1),
         {
           timeoutMs: 10_000,
         },
       );
+      upTo = thenUpTo;
     }
     const outcomes = await publishing;
 
@@ -143,8 +149,11 @@ describe('the broker closes the connection while the app publishes and consumes'
     expect(errors.filter((error) => error instanceof PublishTimeoutError)).toEqual([]);
     expect(Math.max(...outcomes.map((outcome) => outcome.slowestAttemptMs))).toBeLessThan(5_000);
 
-    expect(app.logger.find('warn', /lost; reconnecting/)).toHaveLength(2);
-    expect(app.logger.find('log', /^connected to amqp:\/\/127\.0\.0\.1:5672$/)).toHaveLength(3);
+    expect(app.logger.find('warn', /^consumer connection: .* lost; reconnecting/)).toHaveLength(2);
+    expect(app.logger.find('warn', /^publisher connection: .* lost; reconnecting/)).toHaveLength(2);
+    expect(
+      app.logger.find('log', /^(consumer|publisher) connection: connected to amqp:\/\/127\.0\.0\.1:5672$/),
+    ).toHaveLength(6);
     await waitFor('the queue to drain', async () => {
       const { messageCount, consumerCount } = await (await broker.openChannel()).checkQueue(QUEUE);
       return messageCount === 0 && consumerCount === 1;
@@ -171,16 +180,22 @@ describe('the broker closes the connection while the app publishes and consumes'
     // Fifty publishes always awaiting their confirm, so some are pending whenever the drop comes.
     const publishing = Promise.all(Array.from({ length: 50 }, publishUntilStopped));
     await sleep(200);
-    const connections = app.logger.find('log', /^connected to /).length;
+    const connections = app.logger.find('log', /^publisher connection: connected to /).length;
 
-    expect(await closeConnectionsNamed(app.connectionName)).toBe(1);
-    await waitFor('the reconnection', () => app.logger.find('log', /^connected to /).length > connections);
+    expect(await closeConnectionsNamed(app.connectionName)).toBe(2);
+    await waitFor(
+      'the reconnection',
+      () => app.logger.find('log', /^publisher connection: connected to /).length > connections,
+    );
     await sleep(200);
     stop = true;
     await publishing;
 
+    // NOTE: the broker may confirm everything in flight before it closes the connection, so the drop does not
+    // always catch a publish awaiting its confirm; those it catches fail with the channel, the next ones fail at
+    // once while reconnecting, and none waits for the confirm timeout.
     const dropped = failures.filter(({ error }) =>
-      /^publish of message \S+ failed/.test((error as Error).message),
+      /^publish of message \S+ failed|^not connected to the broker/.test((error as Error).message),
     );
     expect(dropped.length).toBeGreaterThan(0);
     expect(failures.filter(({ error }) => !(error instanceof PublishError))).toEqual([]);
@@ -191,6 +206,7 @@ describe('the broker closes the connection while the app publishes and consumes'
   it('keeps consuming after the drops: a message published now is handled', async () => {
     await app.publisher.publish(Object.assign(new EntryPosted(), { n: -1 }));
 
-    await waitFor('the new entry', () => ledger.applied.has(-1));
+    // Behind whatever the previous test published while its drop was under way: seconds of work on a busy machine.
+    await waitFor('the new entry', () => ledger.applied.has(-1), { timeoutMs: 30_000 });
   });
 });

@@ -36,7 +36,7 @@ class Fine {
   async on(_event: StockReserved): Promise<void> {}
 }
 
-/** Connections the broker still has open under a client-given name. */
+/** Connections the broker still has open under a client-given name (the app's `<name>:consume` and `<name>:publish`). */
 async function openConnectionsNamed(name: string): Promise<number> {
   const { stdout } = await run('rabbitmqctl', [
     '-q',
@@ -44,7 +44,7 @@ async function openConnectionsNamed(name: string): Promise<number> {
     'client_properties',
     '--no-table-headers',
   ]);
-  return stdout.split('\n').filter((line) => line.includes(`{"connection_name","${name}"}`)).length;
+  return stdout.split('\n').filter((line) => line.includes(`{"connection_name","${name}:`)).length;
 }
 
 /**

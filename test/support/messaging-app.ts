@@ -81,7 +81,7 @@ export class MessagingTestApp {
   private constructor(
     readonly app: INestApplicationContext,
     readonly logger: CapturingLogger,
-    /** The connection name the app shows the broker. */
+    /** The module's `connectionName`; the broker shows the app's two connections as `<name>:consume` and `<name>:publish`. */
     readonly connectionName: string,
   ) {}
 
@@ -175,7 +175,8 @@ export async function queueCounts(queue: string): Promise<QueueCounts> {
 }
 
 /**
- * Makes the broker close every connection whose client-given name starts with `namePrefix` (the way
+ * Makes the broker close every connection whose client-given name starts with `namePrefix` (given an app's
+ * `connectionName`, both its consumer and its publisher connection; the way
  * `rabbitmqctl close_all_connections` closes them all: `connection.close` with CONNECTION_FORCED), leaving other
  * specs' connections alone. Resolves with how many it closed.
  */
@@ -191,7 +192,9 @@ export async function closeConnectionsNamed(namePrefix: string): Promise<number>
     .split('\n')
     .filter((line) => line.includes(`{"connection_name","${namePrefix}`))
     .map((line) => line.split('\t')[0]);
-  for (const pid of pids)
-    await run('rabbitmqctl', ['-q', 'close_connection', pid, 'closed by an end-to-end spec']);
+  // Closed together, as a broker restart would close them, rather than one after the other over seconds.
+  await Promise.all(
+    pids.map((pid) => run('rabbitmqctl', ['-q', 'close_connection', pid, 'closed by an end-to-end spec'])),
+  );
   return pids.length;
 }

@@ -1,111 +1,113 @@
-import { createServer, connect, type Server, type Socket } from 'node:net';
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+
+/** Default ports of the URL schemes a proxy is put in front of, for URLs that name none. */
+const DEFAULT_PORTS: Record<string, number> = {
+  'amqp:': 5672,
+  'amqps:': 5671,
+  'postgres:': 5432,
+  'postgresql:': 5432,
+};
 
 /**
- * A TCP proxy on 127.0.0.1 in front of a real server (PostgreSQL, RabbitMQ), so a spec can take that server
- * away from one app without stopping it for everyone: `cut()` resets every open connection and every new one,
- * as a server that went away does, and counts the connections it refused (how often the app tried);
- * `restore()` passes connections through again. Point the app under test at `port` instead of the server's.
+ * A TCP proxy on 127.0.0.1 in front of one server (the broker, PostgreSQL), so a fault test can break one app's
+ * link to it without touching the server or other specs' clients. Point the app at {@link url}; {@link cut}
+ * resets every open connection and refuses new ones (each is reset as it arrives, so clients fail at once with
+ * ECONNRESET, as against a server that is down) until {@link restore}. {@link close} it in `afterAll`.
+ *
+ * @example
+ * const proxy = await TcpProxy.start(broker.url);
+ * const app = await MessagingTestApp.start(broker, { options: { urls: proxy.url } });
+ * proxy.cut(); // the broker is unreachable for this app only
+ * proxy.restore();
  */
 export class TcpProxy {
-  private server?: Server;
-  private readonly sockets = new Set<Socket>();
-  private listeningPort = 0;
-  private passing = true;
+  private readonly pairs = new Set<{ client: Socket; server: Socket }>();
+  private refusing = false;
   private refused = 0;
 
   private constructor(
-    private readonly targetHost: string,
-    private readonly targetPort: number,
+    private readonly server: Server,
+    private readonly target: URL,
   ) {}
 
-  /** Starts a proxy to `host:port` on a free local port. */
-  static async start(host: string, port: number): Promise<TcpProxy> {
-    const proxy = new TcpProxy(host, port);
-    await proxy.listen();
+  /** Starts a proxy to the host and port of `targetUrl` (e.g. `amqp://guest:guest@127.0.0.1:5672`). */
+  static async start(targetUrl: string): Promise<TcpProxy> {
+    const target = new URL(targetUrl);
+    const port = Number(target.port || DEFAULT_PORTS[target.protocol]);
+    if (!port) throw new Error(`TcpProxy: no port in ${target.protocol} URL and no default for the scheme`);
+    const server = createServer();
+    const proxy = new TcpProxy(server, target);
+    server.on('connection', (client) => proxy.accept(client, target.hostname, port));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
     return proxy;
   }
 
-  /** `url` (a postgres:// or amqp:// URL) with its host and port replaced by the proxy's. */
-  route(url: string): string {
-    const parsed = new URL(url);
-    parsed.hostname = '127.0.0.1';
-    parsed.port = String(this.listeningPort);
-    return parsed.toString();
-  }
-
-  /** The local port the app should connect to. */
+  /** The port the proxy listens on. */
   get port(): number {
-    return this.listeningPort;
+    return (this.server.address() as AddressInfo).port;
   }
 
-  /** Whether the proxy currently passes connections through. */
-  get isUp(): boolean {
-    return this.passing;
+  /** The target URL with the proxy's host and port instead (credentials, path and query kept). */
+  get url(): string {
+    const url = new URL(this.target.toString());
+    url.hostname = '127.0.0.1';
+    url.port = String(this.port);
+    return url.toString();
   }
 
-  /** Connections refused since the proxy was started. */
+  /** Client connections open through the proxy now. */
+  get connections(): number {
+    return this.pairs.size;
+  }
+
+  /** Connections refused since the proxy started: how often the app tried to reach the server while cut. */
   get refusedConnections(): number {
     return this.refused;
   }
 
-  /** Connections open through the proxy right now. */
-  get openConnections(): number {
-    return this.sockets.size / 2;
-  }
-
-  /** Resets every open connection, and from now on every new one: the app's connections die and cannot return. */
+  /** Resets every open connection and refuses new ones until {@link restore}. */
   cut(): void {
-    this.passing = false;
-    for (const socket of this.sockets) socket.resetAndDestroy();
-    this.sockets.clear();
+    this.refusing = true;
+    for (const pair of [...this.pairs]) this.drop(pair);
   }
 
-  /** Passes new connections through again. */
+  /** Lets connections through again; clients reconnect on their own. */
   restore(): void {
-    this.passing = true;
+    this.refusing = false;
   }
 
   /** Resets every connection and stops listening. */
   async close(): Promise<void> {
     this.cut();
-    const server = this.server;
-    this.server = undefined;
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
-  private listen(port = 0): Promise<void> {
-    const server = createServer((client) => this.pipe(client));
-    return new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => {
-        server.off('error', reject);
-        const address = server.address();
-        if (address && typeof address === 'object') this.listeningPort = address.port;
-        this.server = server;
-        resolve();
-      });
-    });
-  }
-
-  private pipe(client: Socket): void {
-    if (!this.passing) {
+  private accept(client: Socket, host: string, port: number): void {
+    client.on('error', () => undefined);
+    if (this.refusing) {
       this.refused++;
-      client.on('error', () => undefined);
       client.resetAndDestroy();
       return;
     }
-    const upstream = connect(this.targetPort, this.targetHost);
-    for (const socket of [client, upstream]) {
-      this.sockets.add(socket);
-      socket.setNoDelay(true);
-      // A reset on one side is expected when the proxy is cut; it must never crash the spec's process.
-      socket.on('error', () => undefined);
-      socket.on('close', () => {
-        this.sockets.delete(socket);
-        (socket === client ? upstream : client).destroy();
-      });
-    }
-    client.pipe(upstream);
-    upstream.pipe(client);
+    const server = connect(port, host);
+    const pair = { client, server };
+    this.pairs.add(pair);
+    server.on('error', () => this.drop(pair));
+    client.on('close', () => this.drop(pair));
+    server.on('close', () => this.drop(pair));
+    client.pipe(server);
+    server.pipe(client);
+  }
+
+  private drop(pair: { client: Socket; server: Socket }): void {
+    if (!this.pairs.delete(pair)) return;
+    if (!pair.client.destroyed) pair.client.resetAndDestroy();
+    pair.server.destroy();
   }
 }

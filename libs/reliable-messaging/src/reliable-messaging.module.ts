@@ -7,7 +7,8 @@ import {
   ReliableMessagingConfigurableModule,
 } from './reliable-messaging-module-definition';
 import { resolveOptions, type ReliableMessagingModuleOptions } from './reliable-messaging.options';
-import { AmqpConnection } from './amqp/amqp-connection.service';
+import { ConsumerConnection } from './amqp/consumer-connection.service';
+import { PublisherConnection } from './amqp/publisher-connection.service';
 import { ConfirmPublisher } from './amqp/confirm-publisher';
 import { TopologyService } from './amqp/topology.service';
 import { MessageContextStorage } from './context/message-context.storage';
@@ -65,7 +66,8 @@ import { VersionGuard } from './ordering/version-guard.service';
       useFactory: (options: ReliableMessagingModuleOptions) => resolveOptions(options),
       inject: [RELIABLE_MESSAGING_MODULE_OPTIONS],
     },
-    AmqpConnection,
+    ConsumerConnection,
+    PublisherConnection,
     ConfirmPublisher,
     TopologyService,
     MessageContextStorage,
@@ -113,7 +115,8 @@ import { VersionGuard } from './ordering/version-guard.service';
   ],
   exports: [
     MessagePublisher,
-    AmqpConnection,
+    ConsumerConnection,
+    PublisherConnection,
     ConsumerRegistry,
     MessagingLifecycle,
     MessagingMetrics,

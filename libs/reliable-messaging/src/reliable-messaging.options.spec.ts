@@ -34,7 +34,16 @@ describe('resolveOptions', () => {
       dataSource: undefined,
       consumersEnabled: true,
       shutdownTimeoutMs: 25_000,
+      readinessRequiresBroker: true,
     });
+  });
+
+  it('keeps readiness up during a broker outage by default when publishing goes through the outbox', () => {
+    const dataSource = {} as NonNullable<ReliableMessagingModuleOptions['dataSource']>;
+    expect(resolveOptions({ urls: URL, dataSource }).readinessRequiresBroker).toBe(false);
+    expect(
+      resolveOptions({ urls: URL, dataSource, readinessRequiresBroker: true }).readinessRequiresBroker,
+    ).toBe(true);
   });
 
   it('derives the dead-letter exchange and app id from the exchange and connection name', () => {
@@ -140,6 +149,11 @@ describe('resolveOptions', () => {
       'a zero delivery limit',
       { urls: URL, deliveryLimitBackstop: 0 },
       "'deliveryLimitBackstop' must be an integer from 1 to 10000, got 0",
+    ],
+    [
+      'a readiness setting that is not a boolean',
+      { urls: URL, readinessRequiresBroker: 'yes' as never },
+      "'readinessRequiresBroker' must be true or false, got yes",
     ],
     [
       'a numeric string',

@@ -23,7 +23,7 @@ export interface ReliableMessagingModuleOptions {
     TlsConnectionOptions,
     'ca' | 'cert' | 'key' | 'passphrase' | 'servername' | 'rejectUnauthorized'
   >;
-  /** Name shown for the connection in the broker's management UI. Default: `reliable-messaging`. */
+  /** Names the app's two broker connections, shown as `<name>:consume` and `<name>:publish` in the management UI. Default: `reliable-messaging`. */
   connectionName?: string;
   /** AMQP heartbeat in seconds; a dead peer is noticed within about twice this. Default: 15. */
   heartbeatSeconds?: number;
@@ -45,7 +45,7 @@ export interface ReliableMessagingModuleOptions {
   reconnect?: { initialDelayMs?: number; maxDelayMs?: number };
   /** How long startup waits for the first connection before failing. Default: 30000 ms. */
   startupTimeoutMs?: number;
-  /** Written to every message's `app_id`. Default: the connection name. */
+  /** Written to every message's `app_id`. Default: `connectionName`. */
   appId?: string;
   /** Quorum queues' `x-delivery-limit`, a backstop against crash loops; attempts are counted by the module. Default: 20. */
   deliveryLimitBackstop?: number;
@@ -77,6 +77,14 @@ export interface ReliableMessagingModuleOptions {
   metricsRegistry?: Registry;
   /** How long a health check or a metrics scrape waits for the broker or the database. Default: 3000 ms. */
   probeTimeoutMs?: number;
+  /**
+   * Whether readiness fails while a broker connection is down or a consumer is not subscribed. Off, the outage
+   * shows as `degraded` in the health details (and in the `rm_broker_connected` metric) and the pod keeps taking
+   * requests. Default: false with a `dataSource` (`publish()` writes to the outbox, so requests need only
+   * PostgreSQL and the relay catches up after the outage), true without one (`publish()` needs the broker). A
+   * consumer-only app that wants its pods out of service during a broker outage sets true.
+   */
+  readinessRequiresBroker?: boolean;
   /** Retries of failed deliveries, for every consumer; `@Consume({ retry })` overrides. Defaults: see RetryOptions (6 attempts from 1 s, capped at 60 s). */
   retry?: RetryOptions;
   /**
@@ -112,6 +120,7 @@ export interface ResolvedMessagingOptions {
   consumerTimeoutMs: number;
   metricsRegistry?: Registry;
   probeTimeoutMs: number;
+  readinessRequiresBroker: boolean;
   retry: ResolvedRetryOptions;
   deadLetterAuditFile?: string;
 }
@@ -175,6 +184,7 @@ export function resolveOptions(options: ReliableMessagingModuleOptions): Resolve
     consumerTimeoutMs: options.consumerTimeoutMs ?? DEFAULT_CONSUMER_TIMEOUT_MS,
     metricsRegistry: options.metricsRegistry,
     probeTimeoutMs: options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS,
+    readinessRequiresBroker: options.readinessRequiresBroker ?? options.dataSource === undefined,
     retry: resolveRetryOptions(options.retry),
     deadLetterAuditFile: options.deadLetterAuditFile,
   };
@@ -203,6 +213,11 @@ export function resolveOptions(options: ReliableMessagingModuleOptions): Resolve
   assertInteger('consumerTimeoutMs', resolved.consumerTimeoutMs, 10_000, 2_147_483_647);
   assertDeadline('defaultDeadlineMs', resolved.defaultDeadlineMs, resolved.consumerTimeoutMs);
   assertInteger('probeTimeoutMs', resolved.probeTimeoutMs, 1, 60_000);
+  if (typeof resolved.readinessRequiresBroker !== 'boolean') {
+    throw new ConfigurationError(
+      `ReliableMessagingModule: 'readinessRequiresBroker' must be true or false, got ${String(resolved.readinessRequiresBroker)}`,
+    );
+  }
   if (
     resolved.deadLetterAuditFile !== undefined &&
     (typeof resolved.deadLetterAuditFile !== 'string' || resolved.deadLetterAuditFile === '')

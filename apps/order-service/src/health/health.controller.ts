@@ -4,7 +4,8 @@ import { MessagingHealth } from '@app/reliable-messaging';
 
 /**
  * Kubernetes probes. Liveness fails only for what a restart fixes, and stays up while the app shuts down;
- * readiness fails from the first moment of shutdown and while the broker, a consumer or the database is down.
+ * readiness fails from the first moment of shutdown and while the database is down. This app publishes through
+ * the outbox, so a broker outage leaves it ready and shows as degraded (the module's `readinessRequiresBroker`).
  * A failing probe answers 503 with each check's status; neither ever shows a URL or a credential.
  */
 @Controller('health')

@@ -12,7 +12,7 @@ import {
 import { errorMessage } from '../util/error-text';
 import { MessagingMetrics } from '../metrics/messaging-metrics.service';
 import { traceSend } from '../tracing/messaging-tracer';
-import { AmqpConnection } from './amqp-connection.service';
+import { PublisherConnection } from './publisher-connection.service';
 
 interface Pending {
   messageId: string;
@@ -20,10 +20,12 @@ interface Pending {
 }
 
 /**
- * Publishes on a confirm channel: persistent, `mandatory`, and resolved only when the broker confirms.
- * An unroutable message (returned by the broker before its confirm) rejects with UnroutableMessageError; a
- * missing confirm rejects after the timeout; when the channel closes every pending confirm rejects. Writes wait
- * for 'drain' when the socket buffer is full, so nothing piles up in memory.
+ * Publishes on a confirm channel of the publisher connection: persistent, `mandatory`, and resolved only when
+ * the broker confirms. An unroutable message (returned by the broker before its confirm) rejects with
+ * UnroutableMessageError; a missing confirm rejects after the timeout; when the channel closes every pending
+ * confirm rejects. Writes wait for 'drain' when the socket buffer is full, and while the broker blocks the
+ * connection (a memory or disk alarm), so nothing piles up in memory; the confirm timeout does not run while
+ * the connection is blocked, so a publish outlasts an alarm that clears.
  */
 @Injectable()
 export class ConfirmPublisher {
@@ -36,15 +38,16 @@ export class ConfirmPublisher {
   private readonly closeReasons = new WeakMap<ConfirmChannel, string>();
 
   constructor(
-    private readonly connection: AmqpConnection,
+    private readonly connection: PublisherConnection,
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     @Optional() private readonly metrics?: MessagingMetrics,
-  ) {
-    connection.onConnect(async (model) => {
-      this.channel = undefined;
-      this.opening = undefined;
-      await this.open(model);
-    });
+  ) {}
+
+  /** Opens the confirm channel on a fresh publisher connection; run after every (re)connection. */
+  async attach(model: ChannelModel): Promise<void> {
+    this.channel = undefined;
+    this.opening = undefined;
+    await this.open(model);
   }
 
   /** True while a confirm channel is open. */
@@ -73,20 +76,19 @@ export class ConfirmPublisher {
   }
 
   private async send(message: OutboundMessage): Promise<void> {
+    await this.whileBlocked(message.properties.messageId);
     const channel = await this.ready();
     await this.drained;
     const pending: Pending = { messageId: message.properties.messageId };
     this.track(pending);
     try {
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(
-          () =>
-            reject(
-              new PublishTimeoutError(
-                `no confirm for message ${pending.messageId} within ${this.options.publishConfirmTimeoutMs} ms`,
-              ),
+        const clearTimer = this.confirmTimer(() =>
+          reject(
+            new PublishTimeoutError(
+              `no confirm for message ${pending.messageId} within ${this.options.publishConfirmTimeoutMs} ms`,
             ),
-          this.options.publishConfirmTimeoutMs,
+          ),
         );
         let writable: boolean;
         try {
@@ -96,7 +98,7 @@ export class ConfirmPublisher {
             message.body,
             { ...message.properties, persistent: true, mandatory: true },
             (error: unknown) => {
-              clearTimeout(timer);
+              clearTimer();
               if (error) {
                 reject(
                   error instanceof Error && /nack/i.test(error.message)
@@ -113,7 +115,7 @@ export class ConfirmPublisher {
             },
           );
         } catch (error) {
-          clearTimeout(timer);
+          clearTimer();
           reject(new PublishError(`publish of message ${pending.messageId} failed: ${errorMessage(error)}`));
           return;
         }
@@ -132,6 +134,48 @@ export class ConfirmPublisher {
     } finally {
       this.untrack(pending);
     }
+  }
+
+  /**
+   * Waits while the broker blocks the publisher connection: it reads nothing from the socket then, so a write
+   * would only sit in memory. Fails when the connection closes first (shutdown, or the broker went away).
+   */
+  private async whileBlocked(messageId: string): Promise<void> {
+    if (!this.connection.isBlocked) return;
+    while (this.connection.isBlocked) await this.connection.whenUnblocked();
+    if (!this.connection.isConnected) {
+      throw new PublishError(
+        `publish of message ${messageId} failed: the publisher connection closed while the broker blocked publishing`,
+      );
+    }
+  }
+
+  /**
+   * Calls `expire` once the broker has taken `publishConfirmTimeoutMs` to confirm, not counting the time the
+   * publisher connection spent blocked: an alarm holds confirms back for as long as it lasts. Returns a function
+   * that cancels it.
+   */
+  private confirmTimer(expire: () => void): () => void {
+    const limit = this.options.publishConfirmTimeoutMs;
+    const started = performance.now();
+    const blockedAtStart = this.connection.blockedMs;
+    let cancelled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const check = (): void => {
+      if (cancelled) return;
+      if (this.connection.isBlocked) {
+        void this.connection.whenUnblocked().then(check);
+        return;
+      }
+      const waited = performance.now() - started - (this.connection.blockedMs - blockedAtStart);
+      if (waited >= limit) expire();
+      else timer = setTimeout(check, limit - waited);
+    };
+    timer = setTimeout(check, limit);
+    return () => {
+      cancelled = true;
+      clearTimeout(timer);
+    };
   }
 
   private async ready(): Promise<ConfirmChannel> {

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { ChannelModel } from 'amqplib';
-import { AmqpConnection } from '../amqp/amqp-connection.service';
+import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { TopologyService } from '../amqp/topology.service';
 import { ReliabilityPipeline } from '../pipeline/reliability-pipeline';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
@@ -16,7 +16,7 @@ export class ConsumerRegistry {
   private discovered: ConsumerDefinition[] = [];
 
   constructor(
-    private readonly connection: AmqpConnection,
+    private readonly connection: ConsumerConnection,
     private readonly topology: TopologyService,
     private readonly pipeline: ReliabilityPipeline,
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { ChannelModel } from 'amqplib';
-import { AmqpConnection } from '../amqp/amqp-connection.service';
+import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { ProbeChannel } from '../amqp/probe-channel';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { SharedReading } from '../util/shared-reading';
@@ -35,7 +35,7 @@ export class DeadLetterMonitor {
   private readonly shared = new SharedReading<DeadLetterQueueStats[]>(SHARE_FOR_MS);
 
   constructor(
-    private readonly connection: AmqpConnection,
+    private readonly connection: ConsumerConnection,
     private readonly registry: ConsumerRegistry,
   ) {}
 

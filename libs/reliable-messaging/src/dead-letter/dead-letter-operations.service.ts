@@ -4,7 +4,7 @@ import type { ChannelModel, GetMessage } from 'amqplib';
 import { JSON_CONTENT_TYPE } from '../reliable-messaging.constants';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
-import { AmqpConnection } from '../amqp/amqp-connection.service';
+import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { ConfirmPublisher } from '../amqp/confirm-publisher';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { parseJsonBody } from '../envelope/safe-json';
@@ -85,7 +85,7 @@ type Visit = (reader: DeadLetterReader, message: GetMessage, deadLetter: DeadLet
 @Injectable()
 export class DeadLetterOperations {
   constructor(
-    private readonly connection: AmqpConnection,
+    private readonly connection: ConsumerConnection,
     private readonly registry: ConsumerRegistry,
     private readonly publisher: ConfirmPublisher,
     private readonly audit: DeadLetterAudit,

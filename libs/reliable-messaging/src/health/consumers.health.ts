@@ -1,11 +1,18 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
+import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 
-/** Every consumer subscribed to its queue; down while any is not (after a reconnect or a server cancel). */
+/**
+ * Every consumer subscribed to its queue. While one is not (during a reconnect, after a server cancel) it is
+ * down when `readinessRequiresBroker` is on, else degraded: not consuming delays messages, it doesn't stop the
+ * pod from serving requests.
+ */
 @Injectable()
 export class ConsumersHealthIndicator {
   constructor(
+    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly health: HealthIndicatorService,
     private readonly registry: ConsumerRegistry,
   ) {}
@@ -20,8 +27,8 @@ export class ConsumersHealthIndicator {
       inFlight,
     }));
     const idle = consumers.filter((consumer) => !consumer.consuming).map((consumer) => consumer.queue);
-    return idle.length > 0
-      ? indicator.down({ consumers, message: `not consuming from ${idle.join(', ')}` })
-      : indicator.up({ consumers });
+    if (idle.length === 0) return indicator.up({ consumers });
+    const data = { consumers, message: `not consuming from ${idle.join(', ')}` };
+    return this.options.readinessRequiresBroker ? indicator.down(data) : indicator.degraded(data);
   }
 }

@@ -37,9 +37,11 @@ export class MessagingHealth {
   }
 
   /**
-   * Readiness: down from the start of shutdown, while the broker is disconnected, while a consumer is not
-   * subscribed, or while the database does not answer; degraded (still ready) while publishing is blocked,
-   * dead letters wait, or the outbox backlog is older than a minute.
+   * Readiness: whether the pod can serve requests. Down from the start of shutdown and while the database does
+   * not answer. A broker connection that is down or a consumer that is not subscribed makes it down only with
+   * `readinessRequiresBroker` (the default without a `dataSource`); with the outbox they show as degraded, since
+   * requests then need only PostgreSQL. Degraded (still ready) too while the broker blocks a connection, dead
+   * letters wait, or the outbox backlog is older than a minute.
    */
   readiness(): HealthIndicatorFunction[] {
     const checks: HealthIndicatorFunction[] = [

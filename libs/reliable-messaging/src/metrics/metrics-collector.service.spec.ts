@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
-import type { AmqpConnection } from '../amqp/amqp-connection.service';
+import type { ConsumerConnection } from '../amqp/consumer-connection.service';
+import type { PublisherConnection } from '../amqp/publisher-connection.service';
 import type { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import type { DeadLetterMonitor } from '../dead-letter/dead-letter-monitor.service';
 import { OverdueHandlers } from '../flow-control/overdue-handlers.service';
@@ -23,7 +24,8 @@ function collectorWith(sources: { queues: () => Promise<QueueDepth[]> }) {
   const collector = new MetricsCollector(
     options,
     metrics,
-    { isConnected: true, isBlocked: false } as AmqpConnection,
+    { role: 'consume', isConnected: true, isBlocked: false } as ConsumerConnection,
+    { role: 'publish', isConnected: true, isBlocked: true } as PublisherConnection,
     {
       consumers,
       statuses: [{ queue: 'billing', consuming: true, inFlight: 2 }],
@@ -65,7 +67,8 @@ describe('MetricsCollector', () => {
     expect(Date.now() - started).toBeLessThan(1_000);
     expect(await value('rm_queue_depth')).toEqual([]);
     expect(await value('rm_queue_consumers')).toEqual([]);
-    expect(exposition).toContain('rm_broker_connected 1');
+    expect(exposition).toContain('rm_broker_connected{connection="consume"} 1');
+    expect(exposition).toContain('rm_broker_blocked{connection="publish"} 1');
     expect(await value('rm_metrics_collect_errors_total')).toEqual([
       { value: 1, labels: { source: 'queues' } },
     ]);

@@ -2,7 +2,8 @@ import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { Counter, Gauge } from 'prom-client';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
-import { AmqpConnection } from '../amqp/amqp-connection.service';
+import { ConsumerConnection } from '../amqp/consumer-connection.service';
+import { PublisherConnection } from '../amqp/publisher-connection.service';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { OverdueHandlers } from '../flow-control/overdue-handlers.service';
 import { DeadLetterMonitor } from '../dead-letter/dead-letter-monitor.service';
@@ -15,7 +16,7 @@ import { MessagingMetrics } from './messaging-metrics.service';
 import { QueueDepthMonitor } from './queue-depth.monitor';
 
 /**
- * The gauges read when Prometheus scrapes: broker connection, each consumer's state, queue and dead-letter
+ * The gauges read when Prometheus scrapes: each broker connection (`connection="consume"` or `"publish"`), each consumer's state, queue and dead-letter
  * depth, and the outbox backlog and relay totals; it also counts the inbox's duplicates as they happen. Each source is read under `probeTimeoutMs`; a source that fails or times out
  * leaves its gauges empty for that scrape (never a stale value) and counts in `rm_metrics_collect_errors_total`.
  */
@@ -29,7 +30,8 @@ export class MetricsCollector implements OnModuleInit {
   constructor(
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly metrics: MessagingMetrics,
-    private readonly connection: AmqpConnection,
+    private readonly consumerConnection: ConsumerConnection,
+    private readonly publisherConnection: PublisherConnection,
     private readonly registry: ConsumerRegistry,
     private readonly queues: QueueDepthMonitor,
     private readonly overdue: OverdueHandlers,
@@ -50,15 +52,23 @@ export class MetricsCollector implements OnModuleInit {
         registers: [],
       }),
     );
-    this.gauge('rm_broker_connected', 'Whether the broker connection is up (1) or not (0).', [], (gauge) => {
-      gauge.set(this.connection.isConnected ? 1 : 0);
-    });
+    const connections = [this.consumerConnection, this.publisherConnection];
+    this.gauge(
+      'rm_broker_connected',
+      'Whether a broker connection (consume or publish) is up (1) or not (0).',
+      ['connection'],
+      (gauge) => {
+        for (const connection of connections)
+          gauge.set({ connection: connection.role }, connection.isConnected ? 1 : 0);
+      },
+    );
     this.gauge(
       'rm_broker_blocked',
-      'Whether the broker has blocked publishing (a memory or disk alarm).',
-      [],
+      'Whether the broker blocks a connection (consume or publish) because of a memory or disk alarm.',
+      ['connection'],
       (gauge) => {
-        gauge.set(this.connection.isBlocked ? 1 : 0);
+        for (const connection of connections)
+          gauge.set({ connection: connection.role }, connection.isBlocked ? 1 : 0);
       },
     );
     this.gauge(

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from '@jest/globals';
 import type { Channel } from 'amqplib';
-import type { AmqpConnection } from '../amqp/amqp-connection.service';
+import type { ConsumerConnection } from '../amqp/consumer-connection.service';
 import type { TopologyContributor, TopologyService } from '../amqp/topology.service';
 import type { ConsumerDefinition } from '../consuming/consumer-definition';
 import { ConsistentHashExchangeMissingError } from '../errors/consistent-hash-exchange-missing.error';
@@ -36,7 +36,7 @@ function contributorWith(assertExchange: (model: EventEmitter) => Promise<unknow
   const topology = {
     addContributor: (c: TopologyContributor) => (contributor = c),
   } as unknown as TopologyService;
-  new OrderingTopology({ model } as unknown as AmqpConnection, topology);
+  new OrderingTopology({ model } as unknown as ConsumerConnection, topology);
   const channel = {
     assertExchange: () => assertExchange(model),
     bindQueue: async () => ({}),

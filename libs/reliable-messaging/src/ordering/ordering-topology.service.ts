@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Channel, ChannelModel } from 'amqplib';
-import { AmqpConnection } from '../amqp/amqp-connection.service';
+import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { TopologyService } from '../amqp/topology.service';
 import type { ConsumerDefinition } from '../consuming/consumer-definition';
 import { ConfigurationError } from '../errors/configuration.error';
@@ -31,7 +31,7 @@ const PARTITION_WEIGHT = '1';
 @Injectable()
 export class OrderingTopology {
   constructor(
-    private readonly connection: AmqpConnection,
+    private readonly connection: ConsumerConnection,
     topology: TopologyService,
   ) {
     topology.addContributor((channel, consumer) => this.declare(channel, consumer));

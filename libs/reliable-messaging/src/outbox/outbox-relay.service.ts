@@ -2,8 +2,10 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs
 import type { DataSource } from 'typeorm';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
-import { AmqpConnection } from '../amqp/amqp-connection.service';
+import type { ChannelModel } from 'amqplib';
 import { ConfirmPublisher } from '../amqp/confirm-publisher';
+import { ConsumerConnection } from '../amqp/consumer-connection.service';
+import { PublisherConnection } from '../amqp/publisher-connection.service';
 import { UnroutableMessageError } from '../errors/publish.error';
 import { MessagingLifecycle } from '../shutdown/messaging-lifecycle.service';
 import { fullJitterDelay, sleep } from '../util/backoff';
@@ -45,7 +47,8 @@ export class OutboxRelay implements OnApplicationBootstrap {
   private readonly logger = new Logger('ReliableMessaging');
   private readonly stopping = new AbortController();
   private readonly totals: OutboxRelayStats = { published: 0, failed: 0, parked: 0, batches: 0 };
-  private readonly knownExchanges = new Set<string>();
+  /** Exchanges seen to exist, with the consumer connection that saw them: a new connection checks again. */
+  private knownExchanges: { model?: ChannelModel; names: Set<string> } = { names: new Set() };
   private readonly idleWorkers = new Set<() => void>();
   private listener?: OutboxListener;
   private loop?: Promise<void>;
@@ -55,7 +58,8 @@ export class OutboxRelay implements OnApplicationBootstrap {
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly store: OutboxStore,
     private readonly confirms: ConfirmPublisher,
-    private readonly connection: AmqpConnection,
+    private readonly consumerConnection: ConsumerConnection,
+    private readonly publisherConnection: PublisherConnection,
     private readonly lifecycle: MessagingLifecycle,
   ) {}
 
@@ -73,9 +77,8 @@ export class OutboxRelay implements OnApplicationBootstrap {
     const dataSource = this.options.dataSource;
     if (!dataSource || !this.options.outbox.relay) return;
     this.lifecycle.addShutdownStep({ name: 'outbox relay', run: (deadline) => this.stop(deadline) });
-    this.connection.onConnect(async () => this.knownExchanges.clear());
-    // The relay starts once the connection is up with its topology declared, so the first rows it publishes
-    // find their exchange.
+    // The relay starts once the consumer connection is up with the topology declared, so the first rows it
+    // publishes find their exchange; it waits while the publisher connection is down or blocked.
     const start = (): void => {
       if (this.loop || this.stopping.signal.aborted) return;
       this.listener = new OutboxListener(dataSource, () => this.wake(), this.logger);
@@ -83,8 +86,8 @@ export class OutboxRelay implements OnApplicationBootstrap {
       const workers = Array.from({ length: this.options.outbox.concurrency }, () => this.work(dataSource));
       this.loop = Promise.all(workers).then(() => undefined);
     };
-    if (this.connection.isConnected) start();
-    else this.connection.once('connected', start);
+    if (this.consumerConnection.isConnected) start();
+    else this.consumerConnection.once('connected', start);
   }
 
   /** Makes the relay look for rows now instead of at its next poll: an idle round starts, or a busy one goes again. */
@@ -114,7 +117,7 @@ export class OutboxRelay implements OnApplicationBootstrap {
   private async work(dataSource: DataSource): Promise<void> {
     const { batchSize, pollIntervalMs } = this.options.outbox;
     for (let failures = 0; !this.stopping.signal.aborted;) {
-      if (!this.confirms.isReady || this.connection.isBlocked) {
+      if (!this.confirms.isReady || this.publisherConnection.isBlocked) {
         await this.idle(pollIntervalMs);
         continue;
       }
@@ -250,18 +253,20 @@ export class OutboxRelay implements OnApplicationBootstrap {
   }
 
   /**
-   * Whether the exchange exists, checked once per connection on a channel of its own: publishing to a missing
-   * exchange would close the shared confirm channel and fail every other message in flight with it.
+   * Whether the exchange exists, checked once per consumer connection on a channel of its own: publishing to a
+   * missing exchange would close the shared confirm channel and fail every other message in flight with it.
+   * The check runs on the consumer connection, which the broker does not block during an alarm.
    */
   private async exchangeExists(exchange: string): Promise<boolean> {
-    if (exchange === '' || this.knownExchanges.has(exchange)) return true;
-    const model = this.connection.model;
+    const model = this.consumerConnection.model;
     if (!model) return true;
+    if (this.knownExchanges.model !== model) this.knownExchanges = { model, names: new Set() };
+    if (exchange === '' || this.knownExchanges.names.has(exchange)) return true;
     const channel = await model.createChannel();
     channel.on('error', () => undefined);
     try {
       await channel.checkExchange(exchange);
-      this.knownExchanges.add(exchange);
+      this.knownExchanges.names.add(exchange);
       return true;
     } catch (error) {
       if (/NOT_FOUND/.test(errorMessage(error))) return false;

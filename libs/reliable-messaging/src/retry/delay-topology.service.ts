@@ -3,7 +3,6 @@ import type { Channel, ChannelModel } from 'amqplib';
 import { HEADERS } from '../reliable-messaging.constants';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
-import { AmqpConnection } from '../amqp/amqp-connection.service';
 import { TopologyService } from '../amqp/topology.service';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import type { ConsumerDefinition } from '../consuming/consumer-definition';
@@ -18,7 +17,7 @@ import {
 import { FailureHandler } from './failure-handler.service';
 
 /**
- * Declares the retry delay levels (see delay-levels.ts) once per connection, before the consumers' topology,
+ * Declares the retry delay levels (see delay-levels.ts) on every consumer connection, before the consumers' topology,
  * and binds each consumer's queue to the deliver exchange on its own name (`rm-retry-queue` header), so a
  * delayed message comes back to the queue it failed in and to no other. The levels are shared by every
  * consumer of the module's exchange. A process declares only the levels its consumers' longest delay needs
@@ -28,15 +27,11 @@ import { FailureHandler } from './failure-handler.service';
 @Injectable()
 export class DelayTopology {
   constructor(
-    connection: AmqpConnection,
     private readonly topology: TopologyService,
     private readonly registry: ConsumerRegistry,
     private readonly failures: FailureHandler,
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
   ) {
-    // NOTE: hooks run in registration order and this one is registered at construction, before the lifecycle
-    // registers the consumers' topology at bootstrap, so the deliver exchange exists when queues bind to it.
-    connection.onConnect((model) => this.declareLevels(model));
     topology.addContributor((channel, consumer) => this.bindConsumer(channel, consumer));
   }
 
@@ -67,7 +62,8 @@ export class DelayTopology {
     return levelsFor(longest + DELAY_RESOLUTION_MS);
   }
 
-  private async declareLevels(model: ChannelModel): Promise<void> {
+  /** Declares the levels and the deliver exchange; run before the consumers' topology, which binds to it. */
+  async declareLevels(model: ChannelModel): Promise<void> {
     if (this.registry.consumers.length === 0) return;
     const exchange = this.options.exchange;
     const levels = this.levelCount();
