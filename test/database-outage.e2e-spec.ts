@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { IsString } from 'class-validator';
+import { Registry } from 'prom-client';
 import type { DataSource } from 'typeorm';
 import { Consume, HEADERS, MessagingHealth, MessageType, type MessageContext } from '@app/reliable-messaging';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
@@ -100,6 +101,9 @@ describe('database outage: consumers pause, messages spend nothing', () => {
   let broker: TestBroker;
   let proxy: TcpProxy;
   let app: MessagingTestApp;
+  const registry = new Registry();
+  const databaseAvailable = async () =>
+    (await registry.getSingleMetric('rm_database_available')?.get())?.values[0]?.value;
 
   beforeAll(async () => {
     db = await createMessagingDatabase([
@@ -116,6 +120,7 @@ describe('database outage: consumers pause, messages spend nothing', () => {
       options: {
         dataSource,
         outbox: { relay: false },
+        metricsRegistry: registry,
         // Without the pause, two quick attempts would dead-letter every message the outage touched.
         retry: { maxAttempts: 2, initialDelayMs: 100, maxDelayMs: 100 },
       },
@@ -154,6 +159,7 @@ describe('database outage: consumers pause, messages spend nothing', () => {
         .readiness()
         .map((check) => (check as () => Promise<Record<string, unknown>>)()),
     )) as Array<Record<string, unknown>>;
+    expect(await databaseAvailable()).toBe(0);
     expect(readiness.find((result) => 'database' in result)?.database).toMatchObject({
       status: 'down',
       available: false,
@@ -175,6 +181,7 @@ describe('database outage: consumers pause, messages spend nothing', () => {
       ).toBe(true);
     }
     expect(ledger.runs).toHaveLength(ORDERS);
+    expect(await databaseAvailable()).toBe(1);
     // The ordered consumer held its place through the outage: every message once, in publish order.
     const published = Array.from({ length: ORDERS }, (_, i) => `o-${i}`);
     expect(statements.runs.map((run) => run.orderId)).toEqual(published);

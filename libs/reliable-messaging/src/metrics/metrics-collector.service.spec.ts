@@ -4,6 +4,7 @@ import type { ConsumerConnection } from '../amqp/consumer-connection.service';
 import type { PublisherConnection } from '../amqp/publisher-connection.service';
 import type { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import type { DeadLetterMonitor } from '../dead-letter/dead-letter-monitor.service';
+import type { DatabaseAvailability } from '../database/database-availability.service';
 import { OverdueHandlers } from '../flow-control/overdue-handlers.service';
 import type { InboxStats } from '../inbox/inbox-stats.service';
 import type { OutboxMonitor } from '../outbox/outbox-monitor.service';
@@ -36,6 +37,7 @@ function collectorWith(sources: { queues: () => Promise<QueueDepth[]> }) {
     {} as OutboxRelay,
     { onDuplicate: () => () => undefined } as unknown as InboxStats,
     { snapshot: () => Promise.resolve([]) } as unknown as DeadLetterMonitor,
+    { isAvailable: true } as DatabaseAvailability,
   );
   collector.onModuleInit();
   const value = async (name: string) => (await registry.getSingleMetric(name)!.get()).values;

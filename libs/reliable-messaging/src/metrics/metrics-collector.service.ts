@@ -6,6 +6,7 @@ import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { PublisherConnection } from '../amqp/publisher-connection.service';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { OverdueHandlers } from '../flow-control/overdue-handlers.service';
+import { DatabaseAvailability } from '../database/database-availability.service';
 import { DeadLetterMonitor } from '../dead-letter/dead-letter-monitor.service';
 import { InboxStats } from '../inbox/inbox-stats.service';
 import { OutboxMonitor } from '../outbox/outbox-monitor.service';
@@ -39,6 +40,7 @@ export class MetricsCollector implements OnModuleInit {
     private readonly relay: OutboxRelay,
     private readonly inbox: InboxStats,
     private readonly deadLetters: DeadLetterMonitor,
+    private readonly database: DatabaseAvailability,
   ) {}
 
   onModuleInit(): void {
@@ -88,6 +90,16 @@ export class MetricsCollector implements OnModuleInit {
         for (const status of this.registry.statuses) gauge.set({ queue: status.queue }, status.inFlight);
       },
     );
+    if (this.options.dataSource) {
+      this.gauge(
+        'rm_database_available',
+        'Whether the database answers (1), or consumers that need it are paused for an outage (0).',
+        [],
+        (gauge) => {
+          gauge.set(this.database.isAvailable ? 1 : 0);
+        },
+      );
+    }
     this.gauge('rm_consumer_concurrency', 'Handlers a consumer may run at once.', ['queue'], (gauge) => {
       for (const consumer of this.registry.consumers)
         gauge.set({ queue: consumer.queue }, consumer.concurrency);
