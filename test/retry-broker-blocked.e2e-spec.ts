@@ -27,7 +27,12 @@ class StockHandler {
   fail!: () => void;
   private readonly failing = new Promise<void>((resolve) => (this.fail = resolve));
 
-  @Consume({ queue: QUEUE, queueType: 'classic', dedup: false, retry: { initialDelayMs: 100, maxDelayMs: 100 } })
+  @Consume({
+    queue: QUEUE,
+    queueType: 'classic',
+    dedup: false,
+    retry: { initialDelayMs: 100, maxDelayMs: 100 },
+  })
   async onReserved(_event: StockReserved, ctx: MessageContext): Promise<void> {
     this.runs.push({
       attempt: ctx.attempt,
