@@ -164,10 +164,6 @@ export class AmqpConnection extends EventEmitter {
       this.blocked = false;
       if (this.closing.signal.aborted) return;
       this.emit('disconnected');
-      // A lost connection most often means a lost node: try the next one first. Retrying the same URL first
-      // would cost a refused attempt and a backoff, or a connect that hangs until the OS gives up on a host
-      // that went away.
-      this.urlIndex++;
       failures++;
       const delay = fullJitterDelay(
         failures,
