@@ -62,6 +62,7 @@ async function publishStream(
   ledger: LedgerHandler,
   window: number,
   stop: AbortSignal,
+  errors: Map<string, number>,
 ): Promise<{ confirmed: Set<number>; committed: Set<number>; failedAttempts: number }> {
   const confirmed = new Set<number>();
   const committed = new Set<number>();
@@ -82,8 +83,10 @@ async function publishStream(
             confirmed.add(n);
           }
           break;
-        } catch {
+        } catch (error) {
           failedAttempts++;
+          const text = `${(error as Error).name}: ${(error as Error).message.replace(/[0-9a-f-]{36}/g, '<id>')}`;
+          errors.set(text, (errors.get(text) ?? 0) + 1);
           if (stop.aborted) return;
           await sleep(25);
         }
@@ -101,6 +104,8 @@ describe('cluster failover: the node leading the quorum queue is killed', () => 
   let app: MessagingTestApp;
   let ledger: LedgerHandler;
   const stop = new AbortController();
+  /** Why publishes failed, with how often: shown when the scenario fails. */
+  const publishErrors = new Map<string, number>();
 
   beforeAll(async () => {
     cluster = await RabbitCluster.start();
@@ -141,6 +146,7 @@ describe('cluster failover: the node leading the quorum queue is killed', () => 
         .backlog()
         .catch((failure: unknown) => String(failure));
       process.stdout.write(`cluster-failover: outbox ${JSON.stringify(backlog)}\n`);
+      process.stdout.write(`cluster-failover: publish errors ${JSON.stringify([...publishErrors])}\n`);
       for (const node of cluster.nodes) {
         const queues = await cluster
           .ctl(
@@ -160,7 +166,7 @@ describe('cluster failover: the node leading the quorum queue is killed', () => 
   }, 300_000);
 
   async function failover(): Promise<void> {
-    const publishing = publishStream(app, db, ledger, 10, stop.signal);
+    const publishing = publishStream(app, db, ledger, 10, stop.signal, publishErrors);
 
     await waitFor('300 entries applied before the fault', () => ledger.applied.size >= 300, {
       timeoutMs: 60_000,
