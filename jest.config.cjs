@@ -6,6 +6,8 @@ module.exports = {
   rootDir: '.',
   roots: ['<rootDir>/libs', '<rootDir>/apps', '<rootDir>/test'],
   testRegex: '.*\\.(spec|e2e-spec)\\.ts$',
+  // The cluster failover spec starts a 3-node RabbitMQ cluster (30 s to 2 min): `npm run test:cluster` runs it.
+  testPathIgnorePatterns: ['/node_modules/', '/test/cluster-failover\\.e2e-spec\\.ts$'],
   // End-to-end specs share one broker and one PostgreSQL server and start child apps: run suites one at a time.
   maxWorkers: 1,
   testTimeout: 60_000,
