@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { IsInt } from 'class-validator';
 import { Consume, MessageType, OutboxMonitor, type MessageContext } from '@app/reliable-messaging';
-import { AmqpConnection } from '@app/reliable-messaging/amqp/amqp-connection.service';
+import { ConsumerConnection } from '@app/reliable-messaging';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { RabbitCluster, type ClusterNode } from './support/rabbitmq-cluster';
@@ -172,10 +172,10 @@ describe('cluster failover: the node leading the quorum queue is killed', () => 
       timeoutMs: 60_000,
     });
     const leader: ClusterNode = await cluster.leaderOf(QUEUE, cluster.nodes[0]);
-    const connectedTo = app.logger.find('log', /^connected to /).at(-1)?.message;
+    const connectedTo = app.logger.find('log', /^consumer connection: connected to /).at(-1)?.message;
     // 'disconnected' is emitted once the app saw its connection go; 'connected' once it is connected again with
     // its topology declared and its consumers subscribed.
-    const connection = app.get(AmqpConnection);
+    const connection = app.get(ConsumerConnection);
     let disconnectedAt: number | undefined;
     let reconnectedAt: number | undefined;
     connection.once('disconnected', () => (disconnectedAt = Date.now()));
@@ -234,7 +234,7 @@ describe('cluster failover: the node leading the quorum queue is killed', () => 
       killToResubscribedMs: reconnectedAt === undefined ? null : reconnectedAt - killedAt,
       killToFirstNewDeliveryMs: firstNewAfter - killedAt,
       lastDeliveryBeforeToFirstNewAfterMs: firstNewAfter - lastStartBefore,
-      reconnects: app.logger.find('log', /^connected to /).map((line) => line.message),
+      reconnects: app.logger.find('log', /^consumer connection: connected to /).map((line) => line.message),
     };
     process.stdout.write(`cluster-failover: ${JSON.stringify(figures)}\n`);
 

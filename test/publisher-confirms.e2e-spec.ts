@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { IsString } from 'class-validator';
 import {
@@ -17,6 +19,35 @@ class InvoiceIssued {
 }
 
 const MAX_PAYLOAD_BYTES = 64 * 1024;
+const run = promisify(execFile);
+
+/** The channel numbers the broker lists on the app's publisher connection. */
+async function publisherChannels(connectionName: string): Promise<number[]> {
+  const { stdout: connections } = await run('rabbitmqctl', [
+    '-q',
+    'list_connections',
+    'pid',
+    'client_properties',
+    '--no-table-headers',
+  ]);
+  const pid = connections
+    .split('\n')
+    .find((line) => line.includes(`{"connection_name","${connectionName}:publish"}`))
+    ?.split('\t')[0];
+  if (!pid) throw new Error(`no publisher connection named ${connectionName}:publish`);
+  const { stdout: channels } = await run('rabbitmqctl', [
+    '-q',
+    'list_channels',
+    'connection',
+    'number',
+    '--no-table-headers',
+  ]);
+  return channels
+    .split('\n')
+    .map((line) => line.split('\t'))
+    .filter(([connection]) => connection === pid)
+    .map(([, number]) => Number(number));
+}
 
 function invoice(invoiceId: string, note = ''): InvoiceIssued {
   return Object.assign(new InvoiceIssued(), { invoiceId, note });
@@ -117,6 +148,38 @@ describe('publishing with confirms against the real broker', () => {
 
     await expect(second).rejects.toBeInstanceOf(PublishRejectedError);
     expect(await broker.queueDepth(full)).toBe(1);
+  });
+
+  it('opens a new publisher channel after a long run of refusals, and publishing goes on', async () => {
+    const refusing = broker.name('always-full');
+    const channel = await broker.openChannel();
+    await channel.assertQueue(refusing, {
+      durable: true,
+      arguments: { 'x-max-length': 0, 'x-overflow': 'reject-publish' },
+    });
+    await channel.bindQueue(refusing, exchange, 'invoice.refused');
+    // A confirm ends any run of refusals an earlier test left.
+    await app.publisher.publishNow(invoice('before-refusals'));
+    const [before] = await publisherChannels(app.connectionName);
+
+    const started = Date.now();
+    let refused = 0;
+    while (app.logger.find('warn', /opening a new publisher channel/).length === 0) {
+      if (Date.now() - started > 30_000) throw new Error(`no new channel after ${refused} refusals`);
+      await expect(
+        app.publisher.publishNow(invoice(`refused-${refused}`), { routingKey: 'invoice.refused' }),
+      ).rejects.toBeInstanceOf(PublishRejectedError);
+      refused++;
+    }
+
+    expect(refused).toBeGreaterThanOrEqual(20);
+    await app.publisher.publishNow(invoice('after-new-channel'));
+    const after = await publisherChannels(app.connectionName);
+    expect(after).toHaveLength(1);
+    expect(after[0]).toBeGreaterThan(before);
+    expect((await broker.getAll(invoices)).map((m) => JSON.parse(m.content.toString()).invoiceId)).toContain(
+      'after-new-channel',
+    );
   });
 
   it('fails a publish to a missing exchange with a PublishError, and the next publish works', async () => {

@@ -14,6 +14,11 @@ import { MessagingMetrics } from '../metrics/messaging-metrics.service';
 import { traceSend } from '../tracing/messaging-tracer';
 import { PublisherConnection } from './publisher-connection.service';
 
+/** Refusals in a row, with no confirm between them, after which the channel is suspected and replaced. */
+const REFUSALS_BEFORE_REOPEN = 20;
+/** How long a run of refusals must last, and how long at least between two replacements. */
+const REOPEN_INTERVAL_MS = 1_000;
+
 interface Pending {
   messageId: string;
   returned?: string;
@@ -36,6 +41,9 @@ export class ConfirmPublisher {
   private readonly pendingById = new Map<string, Pending[]>();
   /** Why the broker closed a channel (e.g. a publish to a missing exchange), for the errors of its pending publishes. */
   private readonly closeReasons = new WeakMap<ConfirmChannel, string>();
+  /** The current run of refusals (nacks) with no confirm between them. */
+  private refusals?: { since: number; count: number };
+  private lastReopenAt = 0;
 
   constructor(
     private readonly connection: PublisherConnection,
@@ -99,9 +107,11 @@ export class ConfirmPublisher {
             { ...message.properties, persistent: true, mandatory: true },
             (error: unknown) => {
               clearTimer();
+              const refused = error instanceof Error && /nack/i.test(error.message);
+              this.noteOutcome(channel, refused);
               if (error) {
                 reject(
-                  error instanceof Error && /nack/i.test(error.message)
+                  refused
                     ? new PublishRejectedError(`broker refused message ${pending.messageId}`)
                     : new PublishError(
                         `publish of message ${pending.messageId} failed: ${this.failureText(channel, error)}`,
@@ -134,6 +144,38 @@ export class ConfirmPublisher {
     } finally {
       this.untrack(pending);
     }
+  }
+
+  /**
+   * Replaces the channel after a long run of refusals. A full queue that rejects publishes refuses on any
+   * channel, and then a new one costs little; but after a quorum queue's leader is lost, RabbitMQ can keep
+   * refusing every publish on a channel that had routed to it while a new channel is accepted (seen on a 3-node
+   * 3.10 cluster after SIGKILL of the leader). At most one replacement per interval.
+   */
+  private noteOutcome(channel: ConfirmChannel, refused: boolean): void {
+    if (!refused) {
+      this.refusals = undefined;
+      return;
+    }
+    const now = Date.now();
+    const run = (this.refusals ??= { since: now, count: 0 });
+    run.count++;
+    if (
+      run.count < REFUSALS_BEFORE_REOPEN ||
+      now - run.since < REOPEN_INTERVAL_MS ||
+      now - this.lastReopenAt < REOPEN_INTERVAL_MS ||
+      this.channel !== channel
+    ) {
+      return;
+    }
+    this.logger.warn(
+      `the broker refused ${run.count} publishes in a row over ${now - run.since} ms; opening a new publisher channel`,
+    );
+    this.lastReopenAt = now;
+    this.refusals = undefined;
+    this.channel = undefined;
+    this.opening = undefined;
+    channel.close().catch(() => undefined);
   }
 
   /**
