@@ -38,10 +38,10 @@ export const rabbitmq = {
   },
   /** The node's resource alarms in force, e.g. `['memory']` or `['disk']`. */
   async alarms(): Promise<string[]> {
-    const output = JSON.parse(
-      await runCommand('rabbitmq-diagnostics', ['-q', 'alarms', '--formatter', 'json']),
-    ) as { alarms?: unknown[] };
-    return (output.alarms ?? []).map((alarm) => JSON.stringify(alarm)).map(alarmKind);
+    const status = JSON.parse(await runCommand('rabbitmqctl', ['-q', 'status', '--formatter', 'json'])) as {
+      alarms?: Array<{ resource?: unknown }>;
+    };
+    return (status.alarms ?? []).map((alarm) => String(alarm.resource));
   },
   /**
    * Closes every client connection whose `connection_name` starts with `prefix`, as `close_all_connections`
@@ -70,12 +70,6 @@ export const rabbitmq = {
     return ours.length;
   },
 };
-
-function alarmKind(alarm: string): string {
-  if (alarm.includes('memory')) return 'memory';
-  if (alarm.includes('disk')) return 'disk';
-  return alarm;
-}
 
 /** The machine's PostgreSQL cluster (the newest version under /etc/postgresql, cluster `main`). */
 export const postgres = {
