@@ -6,10 +6,15 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
 import { APP_CONFIG, type AppConfig } from './config/app-config';
+import { installFaultPoints } from './faults/fault-points';
 
 async function bootstrap(): Promise<void> {
+  // Only the fault matrix (`npm run faults`) sets FAULT_POINTS; otherwise this does nothing.
+  installFaultPoints(process.env);
   // abortOnError off: a failed start is reported below and exits with code 1 instead of aborting the process.
-  const app = await NestFactory.create(AppModule, { abortOnError: false });
+  // forceCloseConnections: on shutdown, keep-alive HTTP connections are closed too; under steady traffic they never
+  // go idle, and the server would wait for them past any deadline (the fault matrix's SIGTERM fault found this).
+  const app = await NestFactory.create(AppModule, { abortOnError: false, forceCloseConnections: true });
   // SIGTERM and SIGINT run the messaging module's shutdown: readiness fails, consumers drain, the relay
   // finishes its batch, then the connection closes and the process exits with code 0.
   app.enableShutdownHooks(['SIGTERM', 'SIGINT'], { useProcessExit: true });

@@ -9,6 +9,7 @@ describe('loadAppConfig', () => {
       port: 3000,
       messaging: expect.objectContaining({ exchange: 'events' }),
       shutdownTimeoutMs: 25_000,
+      handlerDeadlineMs: 30_000,
       receipt: { latencyMs: 20, failureRate: 0 },
       retry: { maxAttempts: 12, initialDelayMs: 1000, maxDelayMs: 120_000 },
     });
@@ -21,6 +22,8 @@ describe('loadAppConfig', () => {
       PORT: '0',
       MESSAGING_NAMESPACE: 'blue',
       SHUTDOWN_TIMEOUT_MS: '40000',
+      HANDLER_DEADLINE_MS: '5000',
+      RECEIPT_URL: 'http://127.0.0.1:4100/',
       RECEIPT_LATENCY_MS: '5',
       RECEIPT_FAILURE_RATE: '0.25',
       RETRY_MAX_ATTEMPTS: '8',
@@ -34,7 +37,8 @@ describe('loadAppConfig', () => {
       port: 0,
       messaging: expect.objectContaining({ exchange: 'blue.events' }),
       shutdownTimeoutMs: 40_000,
-      receipt: { latencyMs: 5, failureRate: 0.25 },
+      handlerDeadlineMs: 5000,
+      receipt: { url: 'http://127.0.0.1:4100', latencyMs: 5, failureRate: 0.25 },
       retry: { maxAttempts: 8, initialDelayMs: 100, maxDelayMs: 1000 },
     });
   });
@@ -45,6 +49,8 @@ describe('loadAppConfig', () => {
     ['RECEIPT_FAILURE_RATE', '5%', "RECEIPT_FAILURE_RATE must be a number from 0 to 1; got '5%'"],
     ['RETRY_MAX_ATTEMPTS', '0', "RETRY_MAX_ATTEMPTS must be an integer from 1 to 100; got '0'"],
     ['SHUTDOWN_TIMEOUT_MS', '0', "SHUTDOWN_TIMEOUT_MS must be an integer from 1 to 3600000; got '0'"],
+    ['HANDLER_DEADLINE_MS', '10', "HANDLER_DEADLINE_MS must be an integer from 100 to 3600000; got '10'"],
+    ['RECEIPT_URL', 'ftp://x', "RECEIPT_URL must be an http:// or https:// URL; got 'ftp://x'"],
     ['RECEIPT_LATENCY_MS', '1.5', "RECEIPT_LATENCY_MS must be an integer from 0 to 60000; got '1.5'"],
     [
       'DATABASE_URL',

@@ -15,11 +15,21 @@ export interface AppConfig {
    * `shutdownTimeoutMs`); keep it below the pod's terminationGracePeriodSeconds. Default: 25000.
    */
   shutdownTimeoutMs: number;
-  /** The stand-in receipt service. */
+  /**
+   * `HANDLER_DEADLINE_MS`: the consumers' handler deadline (the module's `defaultDeadlineMs`); past it a handler's
+   * signal aborts and the attempt ends. Default: 30000, as the module's.
+   */
+  handlerDeadlineMs: number;
+  /** The receipt service. */
   receipt: {
-    /** `RECEIPT_LATENCY_MS`: mean latency of a call; each call takes 0.5 to 1.5 times this. Default: 20. */
+    /**
+     * `RECEIPT_URL`: base URL of an HTTP receipt service (`POST <url>/receipts`); unset, the app uses its
+     * in-process stand-in. Default: unset.
+     */
+    url?: string;
+    /** `RECEIPT_LATENCY_MS` (the stand-in only): mean latency of a call; each call takes 0.5 to 1.5 times this. Default: 20. */
     latencyMs: number;
-    /** `RECEIPT_FAILURE_RATE`: share of calls failing with a transient error, from 0 to 1. Default: 0. */
+    /** `RECEIPT_FAILURE_RATE` (the stand-in only): share of calls failing with a transient error, from 0 to 1. Default: 0. */
     failureRate: number;
   };
   /** How the consumers retry a failed message (the module's `retry` option). */
@@ -40,6 +50,7 @@ export const DEFAULT_AMQP_URL = 'amqp://guest:guest@127.0.0.1:5672';
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 export const DEFAULT_PORT = 3000;
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;
+export const DEFAULT_HANDLER_DEADLINE_MS = 30_000;
 export const DEFAULT_RECEIPT_LATENCY_MS = 20;
 export const DEFAULT_RECEIPT_FAILURE_RATE = 0;
 export const DEFAULT_RETRY_MAX_ATTEMPTS = 12;
@@ -64,7 +75,13 @@ export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       max: 3_600_000,
       integer: true,
     }),
+    handlerDeadlineMs: readNumber(env, 'HANDLER_DEADLINE_MS', DEFAULT_HANDLER_DEADLINE_MS, {
+      min: 100,
+      max: 3_600_000,
+      integer: true,
+    }),
     receipt: {
+      ...readReceiptUrl(env),
       latencyMs: readNumber(env, 'RECEIPT_LATENCY_MS', DEFAULT_RECEIPT_LATENCY_MS, {
         min: 0,
         max: 60_000,
@@ -116,6 +133,21 @@ function readNumber(
     );
   }
   return value;
+}
+
+function readReceiptUrl(env: NodeJS.ProcessEnv): { url?: string } {
+  const text = env.RECEIPT_URL?.trim();
+  if (!text) return {};
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(text).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol !== 'http:' && protocol !== 'https:') {
+    throw new Error(`RECEIPT_URL must be an http:// or https:// URL; got '${text}'`);
+  }
+  return { url: text.replace(/\/+$/, '') };
 }
 
 function assertDatabaseUrl(url: string): void {

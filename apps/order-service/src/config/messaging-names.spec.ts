@@ -4,6 +4,7 @@ import { messagingNames } from './messaging-names';
 describe('messagingNames', () => {
   it('uses plain names without a namespace', () => {
     expect(messagingNames()).toEqual({
+      connectionName: 'order-service',
       exchange: 'events',
       deadLetterExchange: 'events.dead-letter',
       queues: {
@@ -20,6 +21,7 @@ describe('messagingNames', () => {
     const all = [names.exchange, names.deadLetterExchange, ...Object.values(names.queues)];
     expect(all.every((name) => name.startsWith('demo-1a2b.'))).toBe(true);
     expect(names.queues.payment).toBe('demo-1a2b.payment.order-placed');
+    expect(names.connectionName).toBe('order-service.demo-1a2b');
   });
 
   it.each(['-leading-dash', 'has space', 'a'.repeat(65), 'amq/slash'])(

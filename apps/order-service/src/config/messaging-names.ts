@@ -1,5 +1,7 @@
 /** The exchange and queues of the order service, optionally under a namespace. */
 export interface MessagingNames {
+  /** The broker connection's name: `order-service`, or `order-service.<namespace>`. */
+  connectionName: string;
   /** The events exchange: `events`, or `<namespace>.events`. */
   exchange: string;
   /** The dead-letter exchange: `<exchange>.dead-letter`. */
@@ -29,6 +31,7 @@ export function messagingNames(namespace?: string): MessagingNames {
   }
   const prefix = namespace ? `${namespace}.` : '';
   return {
+    connectionName: namespace ? `order-service.${namespace}` : 'order-service',
     exchange: `${prefix}events`,
     deadLetterExchange: `${prefix}events.dead-letter`,
     queues: {

@@ -2,13 +2,15 @@ import type { TypeOrmModuleOptions } from '@nestjs/typeorm';
 import { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from '@app/reliable-messaging';
 import { OrderItem } from '../orders/order-item.entity';
 import { Order } from '../orders/order.entity';
+import { Payment } from '../payment/payment.entity';
 import { CreateOrders1764403200000 } from './migrations/1764403200000-create-orders.migration';
+import { CreatePayments1764576000000 } from './migrations/1764576000000-create-payments.migration';
 
 /** The order service's entities. */
-export const ORDER_ENTITIES = [Order, OrderItem];
+export const ORDER_ENTITIES = [Order, OrderItem, Payment];
 
 /** The order service's migrations, oldest first. */
-export const ORDER_MIGRATIONS = [CreateOrders1764403200000];
+export const ORDER_MIGRATIONS = [CreateOrders1764403200000, CreatePayments1764576000000];
 
 /**
  * The app's PostgreSQL data source: migrations apply themselves at start, the schema is never synchronized.

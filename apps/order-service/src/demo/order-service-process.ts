@@ -13,6 +13,7 @@ const KEPT_LINES = 40;
 /** The order service run as a child process from its compiled `main.js`, its log kept for the summary. */
 export class OrderServiceProcess {
   private readonly recent: string[] = [];
+  private readonly lineWaiters = new Set<{ pattern: RegExp; resolve: (line: string) => void }>();
   private readonly exited: Promise<ProcessExit>;
   private exit?: ProcessExit;
   private errors = 0;
@@ -33,6 +34,9 @@ export class OrderServiceProcess {
       if (!stream) continue;
       createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => {
         this.keep(line);
+        for (const waiter of this.lineWaiters) {
+          if (waiter.pattern.test(line)) waiter.resolve(line);
+        }
         if (/\bERROR\b/.test(line)) this.errors++;
         const listening = LISTENING.exec(line);
         if (listening) this.port = Number(listening[1]);
@@ -48,6 +52,44 @@ export class OrderServiceProcess {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     return new OrderServiceProcess(child, echo);
+  }
+
+  /** The process id, while it runs. */
+  get pid(): number | undefined {
+    return this.exit ? undefined : this.child.pid;
+  }
+
+  /** Sends `signal` to the app at once, without waiting for it to exit. */
+  kill(signal: NodeJS.Signals): void {
+    if (!this.exit) this.child.kill(signal);
+  }
+
+  /** Resolves with how the app ended, once it has. */
+  waitForExit(): Promise<ProcessExit> {
+    return this.exited;
+  }
+
+  /** Resolves with the first line matching `pattern` logged from now on; rejects on exit or after `timeoutMs`. */
+  async waitForLine(pattern: RegExp, timeoutMs: number): Promise<string> {
+    let waiter: { pattern: RegExp; resolve: (line: string) => void } | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        new Promise<string>((resolve) => this.lineWaiters.add((waiter = { pattern, resolve }))),
+        this.exited.then((exit) => {
+          throw new Error(`the order service exited (${describeExit(exit)}) before logging ${pattern}`);
+        }),
+        new Promise<never>((_resolve, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`the order service did not log ${pattern} within ${timeoutMs} ms`)),
+            timeoutMs,
+          );
+        }),
+      ]);
+    } finally {
+      if (waiter) this.lineWaiters.delete(waiter);
+      clearTimeout(timer);
+    }
   }
 
   /** Lines the app logged at ERROR level. */

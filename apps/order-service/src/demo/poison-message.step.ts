@@ -1,15 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import type { DeadLetter, DeadLetterOperationResult } from '@app/reliable-messaging';
 import { openDeadLetterTool } from './dead-letter-tool';
 import type { DemoContext, DemoStep } from './demo-step';
 import { pollUntil } from './poll-until';
+import { plantPoisonOrder } from './poison-order';
 import { DEFAULT_RETRY_MAX_ATTEMPTS } from '../config/app-config';
 
 /** How long the step waits for the message to be dead-lettered, and then for the fixed one to be handled. */
 const WAIT_MS = 30_000;
-
-/** The order the poison message was meant for, as a producer wrote it: one item, never announced. */
-const ORDER = { customerId: 'customer-poison', sku: 'BOOK-DDIA', quantity: 1, unitPriceCents: 3999 };
 
 /** What happened to the poison message, for the check. */
 interface PoisonOutcome {
@@ -31,35 +28,15 @@ export class PoisonMessageStep implements DemoStep {
     'an OrderPlaced with a wrong order id, which payment can never handle: dead-lettered after its retries, then fixed and replayed';
 
   async run({ appEnv, channel, database, ledger, names, signal, api }: DemoContext): Promise<void> {
-    const orderId = randomUUID();
-    const wrongId = randomUUID();
-    const messageId = `demo-poison-${randomUUID()}`;
     const queue = names.queues.payment;
     const maxAttempts = Number(appEnv.RETRY_MAX_ATTEMPTS ?? DEFAULT_RETRY_MAX_ATTEMPTS);
-    await database.query(
-      `WITH o AS (INSERT INTO orders (id, customer_id, status, total_cents) VALUES ($1, $2, 'placed', $5) RETURNING id)
-       INSERT INTO order_items (order_id, line, sku, quantity, unit_price_cents) SELECT id, 1, $3, $4, $5 FROM o`,
-      [orderId, ORDER.customerId, ORDER.sku, ORDER.quantity, ORDER.unitPriceCents],
+    const { orderId, wrongId, messageId, body } = await plantPoisonOrder(
+      database,
+      channel,
+      names.exchange,
+      'demo-poison',
     );
     ledger.orderIds.push(orderId);
-    const body = (id: string) =>
-      Buffer.from(
-        JSON.stringify({
-          orderId: id,
-          customerId: ORDER.customerId,
-          totalCents: ORDER.quantity * ORDER.unitPriceCents,
-          itemCount: 1,
-          placedAt: new Date().toISOString(),
-        }),
-      );
-    channel.publish(names.exchange, 'order.placed', body(wrongId), {
-      messageId,
-      type: 'order.placed',
-      contentType: 'application/json',
-      persistent: true,
-      headers: { 'rm-idempotency-key': `order-placed:${wrongId}`, 'rm-ordering-key': wrongId },
-    });
-    await channel.waitForConfirms();
 
     const outcome: PoisonOutcome = {};
     ledger.checks.push({

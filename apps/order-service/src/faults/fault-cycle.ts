@@ -1,0 +1,188 @@
+import { countMessages, readDeadLetters } from '../demo/dead-letter-reader';
+import type { ExpectedDeadLetter } from '../demo/demo-ledger';
+import { pause, type Fault, type FaultContext } from './fault';
+import type { OrderLoad } from './order-load';
+
+/** One row of the fault table. */
+export interface FaultRow {
+  fault: string;
+  /** Orders the app answered 2xx during the cycle. */
+  accepted: number;
+  /** Of those, paid, shipped and sent their receipt by the end. */
+  settled: number;
+  /** Orders with more than one row in the payments ledger. */
+  paidTwice: number;
+  /** Orders that got more than one receipt from the receipt service. */
+  receiptsTwice: number;
+  /** Accepted orders not settled within the settle timeout. */
+  lost: number;
+  /** Dead letters that arrived during the cycle. */
+  deadLettered: number;
+  /** Dead letters nobody planted, and planted ones that never came, each described. */
+  wrongDeadLetters: string[];
+  /** From the fault's end until every order accepted before it had settled; undefined if that never happened. */
+  recoveryMs?: number;
+  /** Calls repeating a receipt key already sent (harmless: answered with the first receipt). */
+  repeatedReceiptCalls: number;
+  /** What the fault did and saw. */
+  notes: string[];
+  /** Problems the fault itself found (see FaultContext.fail). */
+  problems: string[];
+  /** The fault could not be injected or restored: the row proves nothing. */
+  error?: string;
+}
+
+/** How long the phases of a cycle last. */
+export interface CyclePhases {
+  /** Load before the fault. */
+  warmUpMs: number;
+  /** Load after the fault's end. */
+  afterMs: number;
+  /** How long after the fault's end accepted orders may take to settle before they count as lost. */
+  settleTimeoutMs: number;
+}
+
+const POLL_MS = 250;
+
+/**
+ * One cycle: steady load, the fault (which restores what it broke before it returns), a little more load, then
+ * waiting until every order accepted in the cycle has settled and every planted dead letter has arrived, or the
+ * settle timeout. Counts what the table shows, from the run's database, the receipt server and the dead-letter
+ * queues (emptied afterwards, so each cycle sees its own).
+ */
+export async function runFaultCycle(
+  fault: Fault,
+  context: Omit<FaultContext, 'expectDeadLetter' | 'note' | 'fail'>,
+  load: OrderLoad,
+  phases: CyclePhases,
+): Promise<FaultRow> {
+  const expected: ExpectedDeadLetter[] = [];
+  const notes: string[] = [];
+  const problems: string[] = [];
+  const faultContext: FaultContext = {
+    ...context,
+    expectDeadLetter: (deadLetter) => expected.push(deadLetter),
+    note: (text) => notes.push(text),
+    fail: (problem) => problems.push(problem),
+  };
+  const deadLetterQueues = context.environment.deadLetterQueues;
+  const unexpectedExitsBefore = context.app.unexpectedExits.length;
+  const repeatedBefore = context.receipts.stats.repeatedCalls;
+  load.take();
+  load.start();
+  let error: string | undefined;
+  let beforeEnd: string[];
+  let faultEnd: number;
+  try {
+    await pause(phases.warmUpMs, context.signal);
+    await fault.inject(faultContext).catch((failure: unknown) => {
+      if (context.signal.aborted) throw failure;
+      error = failure instanceof Error ? failure.message : String(failure);
+    });
+    faultEnd = Date.now();
+    beforeEnd = load.take().accepted.map((order) => order.id);
+  } catch (failure) {
+    await load.stop();
+    throw failure;
+  }
+  const accepted = [...beforeEnd];
+  let recoveryMs: number | undefined;
+  let loadDone = false;
+  const afterLoad = pause(phases.afterMs, context.signal)
+    .finally(() => load.stop())
+    .then(() => {
+      accepted.push(...load.take().accepted.map((order) => order.id));
+      loadDone = true;
+    });
+  afterLoad.catch(() => undefined);
+  const deadline = faultEnd + phases.settleTimeoutMs;
+  while (Date.now() < deadline) {
+    if (recoveryMs === undefined && (await unsettledOf(context, beforeEnd)) === 0) {
+      recoveryMs = Date.now() - faultEnd;
+    }
+    if (loadDone) {
+      const unsettled = await unsettledOf(context, accepted);
+      const deadLetters = await context.broker
+        .connection()
+        .then((model) => countMessages(model, deadLetterQueues))
+        .catch(() => -1);
+      if (unsettled === 0 && recoveryMs !== undefined && deadLetters >= expected.length) break;
+    }
+    await pause(POLL_MS, context.signal);
+  }
+  await afterLoad;
+
+  const model = await context.broker.connection();
+  const seen = await readDeadLetters(model, deadLetterQueues);
+  await context.broker.purge(deadLetterQueues);
+  const wrongDeadLetters = [
+    ...seen
+      .filter(
+        (letter) =>
+          !expected.some(
+            (e) => e.messageId === letter.messageId && e.queue === letter.queue && e.reason === letter.reason,
+          ),
+      )
+      .map((letter) => `${letter.queue} ${letter.reason} ${letter.messageId ?? '?'}: ${letter.errorMessage}`),
+    ...expected
+      .filter((e) => !seen.some((letter) => letter.messageId === e.messageId && letter.queue === e.queue))
+      .map((e) => `missing: ${e.description} in ${e.queue} as ${e.reason}`),
+  ];
+  const settled = accepted.length - (await settledCountable(context, accepted));
+  for (const exit of context.app.unexpectedExits.slice(unexpectedExitsBefore)) {
+    notes.push(`the app exited on its own: ${exit.split('\n')[0]}`);
+  }
+  return {
+    fault: fault.name,
+    accepted: accepted.length,
+    settled,
+    paidTwice: await paidTwice(context, accepted),
+    receiptsTwice: context.receipts.sentTwice(accepted),
+    lost: accepted.length - settled,
+    deadLettered: seen.length,
+    wrongDeadLetters,
+    recoveryMs,
+    repeatedReceiptCalls: context.receipts.stats.repeatedCalls - repeatedBefore,
+    notes,
+    problems,
+    error,
+  };
+}
+
+/** How many of `ids` are not yet paid, shipped and sent their receipt; Infinity while the database is away. */
+async function unsettledOf(context: Pick<FaultContext, 'database'>, ids: readonly string[]): Promise<number> {
+  if (ids.length === 0) return 0;
+  try {
+    const { rows } = await context.database.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM orders
+        WHERE id = ANY($1::uuid[]) AND status = 'shipped' AND receipt_id IS NOT NULL`,
+      [ids],
+    );
+    return ids.length - rows[0].n;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}
+
+/** {@link unsettledOf}, tried again for up to 30 s while the database does not answer. */
+async function settledCountable(
+  context: Pick<FaultContext, 'database' | 'signal'>,
+  ids: readonly string[],
+): Promise<number> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const unsettled = await unsettledOf(context, ids);
+    if (Number.isFinite(unsettled) || Date.now() > deadline) return unsettled;
+    await pause(POLL_MS, context.signal);
+  }
+}
+
+/** How many of `ids` have more than one charge in the payments ledger. */
+async function paidTwice(context: Pick<FaultContext, 'database'>, ids: readonly string[]): Promise<number> {
+  const { rows } = await context.database.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM (
+       SELECT order_id FROM payments WHERE order_id = ANY($1::uuid[]) GROUP BY order_id HAVING count(*) > 1) twice`,
+    [ids],
+  );
+  return rows[0].n;
+}

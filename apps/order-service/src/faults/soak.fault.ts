@@ -1,0 +1,90 @@
+import { readFile } from 'node:fs/promises';
+import { between, pause, type Fault, type FaultContext } from './fault';
+import type { OrderLoad } from './order-load';
+
+/** RSS is judged on app processes that lived at least this long, from this far into their life. */
+const RSS_WARM_UP_MS = 60_000;
+const RSS_SAMPLE_MS = 5_000;
+/** The most RSS may grow after warm-up. */
+const RSS_GROWTH_LIMIT = 0.2;
+
+/** The app process's resident set size in bytes, from /proc. */
+async function rssOf(pid: number): Promise<number | undefined> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => undefined);
+  const kb = status && /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
+  return kb ? Number(kb) * 1024 : undefined;
+}
+
+/**
+ * The soak (`--soak`): the load runs until `orders` have been accepted while faults from the matrix, picked at
+ * random, fire every 20 to 40 s. Each app process that lives past its warm-up has its RSS sampled; one that grows
+ * more than 20% after warm-up fails the run.
+ */
+export function soakFault(faults: readonly Fault[], orders: number, load: OrderLoad): Fault {
+  return {
+    name: 'soak',
+    description: `${orders} orders while random faults fire every 20 to 40 s`,
+    machineWide: faults.some((fault) => fault.machineWide),
+    async inject(context) {
+      const fired = new Map<string, number>();
+      const samples = new Map<number, { bornAt: number; rss: number[] }>();
+      const sampling = sampleRss(context, samples);
+      let next = Date.now() + between(20_000, 40_000);
+      try {
+        while (load.totalAccepted < orders) {
+          await pause(1_000, context.signal);
+          if (Date.now() < next) continue;
+          const fault = faults[Math.floor(Math.random() * faults.length)];
+          fired.set(fault.name, (fired.get(fault.name) ?? 0) + 1);
+          await fault.inject(context).catch((error: unknown) => {
+            if (context.signal.aborted) throw error;
+            context.fail(
+              `${fault.name} did not run as meant: ${error instanceof Error ? error.message : String(error)}`,
+            );
+          });
+          next = Date.now() + between(20_000, 40_000);
+        }
+      } finally {
+        sampling.stop();
+      }
+      context.note(`faults fired: ${[...fired].map(([name, count]) => `${name} ${count}`).join(', ')}`);
+      judgeRss(context, samples);
+    },
+  };
+}
+
+function sampleRss(
+  context: FaultContext,
+  samples: Map<number, { bornAt: number; rss: number[] }>,
+): { stop(): void } {
+  const timer = setInterval(() => {
+    const pid = context.app.process?.pid;
+    if (pid === undefined) return;
+    const process = samples.get(pid) ?? { bornAt: Date.now(), rss: [] };
+    samples.set(pid, process);
+    if (Date.now() - process.bornAt < RSS_WARM_UP_MS) return;
+    void rssOf(pid).then((rss) => rss !== undefined && process.rss.push(rss));
+  }, RSS_SAMPLE_MS);
+  return { stop: () => clearInterval(timer) };
+}
+
+function judgeRss(context: FaultContext, samples: Map<number, { bornAt: number; rss: number[] }>): void {
+  const judged = [...samples.values()].filter((process) => process.rss.length >= 2);
+  if (judged.length === 0) {
+    context.note('RSS not judged: no app process lived past its warm-up');
+    return;
+  }
+  const growth = judged.map((process) => {
+    const first = process.rss[0];
+    return { first, last: process.rss[process.rss.length - 1], max: Math.max(...process.rss) };
+  });
+  const mb = (bytes: number) => `${Math.round(bytes / 1024 / 1024)} MB`;
+  context.note(
+    `RSS after warm-up, per app process: ${growth.map((g) => `${mb(g.first)} -> ${mb(g.last)} (max ${mb(g.max)})`).join('; ')}`,
+  );
+  for (const g of growth) {
+    if (g.max > g.first * (1 + RSS_GROWTH_LIMIT)) {
+      context.fail(`RSS grew from ${mb(g.first)} to ${mb(g.max)} after warm-up, more than 20%`);
+    }
+  }
+}
