@@ -129,8 +129,9 @@ export async function runFaultCycle(
       .map((e) => `missing: ${e.description} in ${e.queue} as ${e.reason}`),
   ];
   const settled = accepted.length - (await settledCountable(context, accepted));
+  // A crash is a failure even when nothing was lost: the supervisor's restart is what saved the messages.
   for (const exit of context.app.unexpectedExits.slice(unexpectedExitsBefore)) {
-    notes.push(`the app exited on its own: ${exit.split('\n')[0]}`);
+    problems.push(`the app crashed: ${exit.split('\n')[0]}`);
   }
   return {
     fault: fault.name,
