@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { IsString } from 'class-validator';
@@ -15,10 +16,19 @@ class OrderPaid {
   @IsString() orderId!: string;
 }
 
+@MessageType({
+  type: 'shop.order-shipped',
+  idempotencyKey: (m: OrderShipped) => `order-shipped:${m.orderId}`,
+})
+class OrderShipped {
+  @IsString() orderId!: string;
+}
+
 const LEDGER = uniqueQueue('ledger');
 const AUDIT = uniqueQueue('audit');
 const REFUNDS = uniqueQueue('refunds');
 const STATEMENTS = uniqueQueue('statements');
+const NOTIFICATIONS = uniqueQueue('notifications');
 const ORDERS = 12;
 
 /** What a handler saw on each run: the attempt and the redeliveries the message carried. */
@@ -89,6 +99,24 @@ class RefundHandler {
   }
 }
 
+/** Calls a notification service that is down on the first attempt: its refused socket is not the database's. */
+@Injectable()
+class NotificationHandler {
+  readonly attempts: number[] = [];
+  serviceUrl!: string;
+
+  @Consume({
+    queue: NOTIFICATIONS,
+    queueType: 'classic',
+    dedup: false,
+    retry: { initialDelayMs: 100, maxDelayMs: 100 },
+  })
+  async onShipped(_event: OrderShipped, ctx: MessageContext): Promise<void> {
+    this.attempts.push(ctx.attempt);
+    if (ctx.attempt === 1) await fetch(this.serviceUrl, { signal: ctx.signal });
+  }
+}
+
 async function count(db: MessagingDatabase, table: string): Promise<number> {
   const [row] = (await db.dataSource.query(`SELECT count(*)::int AS n FROM ${table}`)) as Array<{
     n: number;
@@ -116,7 +144,7 @@ describe('database outage: consumers pause, messages spend nothing', () => {
     broker = await TestBroker.connect();
     const dataSource = await db.connect(10, () => proxy.url);
     app = await MessagingTestApp.start(broker, {
-      providers: [LedgerHandler, AuditHandler, StatementHandler],
+      providers: [LedgerHandler, AuditHandler, StatementHandler, NotificationHandler],
       options: {
         dataSource,
         outbox: { relay: false },
@@ -238,5 +266,20 @@ describe('database outage: consumers pause, messages spend nothing', () => {
     } finally {
       await second.close();
     }
+  });
+
+  it("counts another service's refused socket as the message's failure, not as a database outage", async () => {
+    const handler = app.get(NotificationHandler);
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    handler.serviceUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}/notify`;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const outagesBefore = app.logger.find('warn', /the database is unavailable/).length;
+
+    await app.publisher.publishNow(Object.assign(new OrderShipped(), { orderId: 'n-1' }));
+    await waitFor('the second attempt', () => handler.attempts.includes(2));
+
+    expect(handler.attempts).toEqual([1, 2]);
+    expect(app.logger.find('warn', /the database is unavailable/)).toHaveLength(outagesBefore);
   });
 });

@@ -108,7 +108,7 @@ export class ConfirmPublisher {
             (error: unknown) => {
               clearTimer();
               const refused = error instanceof Error && /nack/i.test(error.message);
-              this.noteOutcome(channel, refused);
+              if (refused || !error) this.noteOutcome(channel, refused);
               if (error) {
                 reject(
                   refused

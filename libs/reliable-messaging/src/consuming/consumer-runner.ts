@@ -183,7 +183,8 @@ export class ConsumerRunner {
       this.deliveries.delete(delivery);
     };
     const task: Promise<void> = this.semaphore
-      .run(() => this.handler(delivery))
+      // A delivery released while it waited for a slot (its channel closed) is the broker's again.
+      .run(() => (delivery.isSettled ? Promise.resolve() : this.handler(delivery)))
       .then(finished, (error: unknown) => {
         try {
           this.logger.error(`${this.definition.name}: pipeline failed: ${errorMessage(error)}`);

@@ -49,6 +49,27 @@ export class DatabaseAvailability {
     void this.probeUntilBack();
   }
 
+  /** Whether the database answers `SELECT 1` now, within the probe timeout. */
+  async answers(): Promise<boolean> {
+    const dataSource = this.options.dataSource;
+    if (!dataSource) return false;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), this.options.probeTimeoutMs);
+    });
+    try {
+      return await Promise.race([
+        dataSource.query('SELECT 1').then(
+          () => true,
+          () => false,
+        ),
+        timedOut,
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Resolves once the database answers, at once when it does now, or when `signal` aborts (check it after). */
   whenAvailable(signal: AbortSignal): Promise<void> {
     const outage = this.outage;

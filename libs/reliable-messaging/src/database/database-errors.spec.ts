@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { QueryFailedError } from 'typeorm';
-import { isDatabaseUnavailableError } from './database-errors';
+import { databaseOutageEvidence, isDatabaseUnavailableError } from './database-errors';
 
 /** A node-postgres DatabaseError as the driver throws it: a message and a SQLSTATE code. */
 function pgError(code: string, message = 'error'): Error {
@@ -51,5 +51,27 @@ describe('isDatabaseUnavailableError', () => {
     ['nothing', undefined, false],
   ])('%s: %s', (_case, error, unavailable) => {
     expect(isDatabaseUnavailableError(error)).toBe(unavailable);
+  });
+});
+
+describe('databaseOutageEvidence', () => {
+  it.each<[string, unknown, 'unavailable' | 'network' | undefined]>([
+    ['a terminated backend', pgError('57P01'), 'unavailable'],
+    ['node-postgres losing its socket', new Error('Connection terminated unexpectedly'), 'unavailable'],
+    [
+      'a refused socket, which may be any service',
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+      'network',
+    ],
+    [
+      "fetch's failure, its cause a refused socket",
+      new TypeError('fetch failed', {
+        cause: Object.assign(new Error('connect ECONNREFUSED 10.0.0.9:443'), { code: 'ECONNREFUSED' }),
+      }),
+      'network',
+    ],
+    ['a business error', new Error('the order is already paid'), undefined],
+  ])('%s: %s', (_case, error, evidence) => {
+    expect(databaseOutageEvidence(error)).toBe(evidence);
   });
 });

@@ -18,27 +18,36 @@ const NETWORK_CODES = new Set([
 ]);
 
 /**
- * True when `error` says the database was unavailable (connection refused or lost, backend terminated, server
- * shutting down or starting, too many clients), not that the message or the handler is wrong: the work should
- * wait for the database and be tried again as it is, without counting against the message. A serialization
- * failure or a deadlock is not an outage: another attempt may succeed, and it counts as one.
+ * What `error` says of the database: `unavailable` when the server or its driver says it cannot serve
+ * (connection lost or refused by the server, backend terminated, server shutting down or starting, too many
+ * clients); `network` when only a socket error code says so, which may as well come from another service the
+ * handler called; undefined when it says nothing of the kind (a serialization failure or a deadlock included:
+ * another attempt may succeed, and it counts as one).
  */
-export function isDatabaseUnavailableError(error: unknown): boolean {
+export function databaseOutageEvidence(error: unknown): 'unavailable' | 'network' | undefined {
+  let network = false;
   for (let current: unknown = error, depth = 0; current && depth < 4; depth++) {
-    if (typeof current !== 'object') return false;
+    if (typeof current !== 'object') break;
     const { code, message, name } = current as { code?: unknown; message?: unknown; name?: unknown };
-    if (
-      typeof code === 'string' &&
-      (code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(code) || NETWORK_CODES.has(code))
-    ) {
-      return true;
+    if (typeof code === 'string' && (code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(code))) {
+      return 'unavailable';
     }
+    if (typeof code === 'string' && NETWORK_CODES.has(code)) network = true;
     if (name === 'QueryRunnerAlreadyReleasedError' || name === 'QueryRunnerProviderAlreadyReleasedError')
-      return true;
-    if (typeof message === 'string' && CONNECTION_LOST.test(message)) return true;
+      return 'unavailable';
+    if (typeof message === 'string' && CONNECTION_LOST.test(message)) return 'unavailable';
     current =
       (current as { driverError?: unknown; cause?: unknown }).driverError ??
       (current as { cause?: unknown }).cause;
   }
-  return false;
+  return network ? 'network' : undefined;
+}
+
+/**
+ * True when `error` may say the database was unavailable (see {@link databaseOutageEvidence}), not that the
+ * message or the handler is wrong: the work should wait for the database and be tried again as it is, without
+ * counting against the message.
+ */
+export function isDatabaseUnavailableError(error: unknown): boolean {
+  return databaseOutageEvidence(error) !== undefined;
 }

@@ -1,6 +1,6 @@
 import type { ConsumerDefinition } from '../consuming/consumer-definition';
 import type { DatabaseAvailability } from '../database/database-availability.service';
-import { isDatabaseUnavailableError } from '../database/database-errors';
+import { databaseOutageEvidence } from '../database/database-errors';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
 import type { MessageMiddleware } from '../pipeline/message-middleware';
 
@@ -65,7 +65,11 @@ export function databasePauseStage(
         await next(delivery);
         return;
       } catch (error) {
-        if (delivery.isSettled || !isDatabaseUnavailableError(error)) throw error;
+        const evidence = databaseOutageEvidence(error);
+        if (delivery.isSettled || evidence === undefined) throw error;
+        // A socket error alone may be another service's (an HTTP API the handler called): the database
+        // answering now says this failure is the message's to count, not an outage to wait out.
+        if (evidence === 'network' && availability.isAvailable && (await availability.answers())) throw error;
         const probesBefore = availability.probeFailures;
         availability.reportOutage(error);
         if (!(await held(delivery))) return;

@@ -108,12 +108,13 @@ export class InboxStage {
   private endIfStuck(consumer: string, manager: EntityManager, ended: () => boolean): void {
     const pid = backendPid(manager);
     if (pid === undefined) return;
+    const abandonedAt = new Date();
     const timer = setTimeout(() => {
       if (ended()) return;
       this.logger.warn(
         `${consumer}: the transaction of an abandoned handler did not roll back within ${ROLLBACK_GRACE_MS} ms; terminating its database backend`,
       );
-      terminateBackend(manager, pid).catch((error: unknown) =>
+      terminateBackend(manager, pid, abandonedAt).catch((error: unknown) =>
         this.logger.error(`${consumer}: could not terminate backend ${pid}: ${errorMessage(error)}`),
       );
     }, ROLLBACK_GRACE_MS);

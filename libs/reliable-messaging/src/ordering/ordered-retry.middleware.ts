@@ -54,6 +54,8 @@ export function orderedRetryMiddleware(deps: OrderedRetryDependencies): MessageM
         await next(delivery);
         return;
       } catch (error) {
+        // Released (its channel closed): the message is back at the head of its queue, not ours to retry.
+        if (delivery.isSettled) throw error;
         await waitForOverdueHandlers(deps);
         const decision = policy.decide(error, delivery.attempt);
         if (decision.action === 'dead-letter') throw error;

@@ -1,5 +1,4 @@
 import type { FailureHandler } from '../retry/failure-handler.service';
-import { sleep } from '../util/backoff';
 import type { InboundDelivery } from './inbound-delivery';
 import { callNext, type MessageMiddleware } from './message-middleware';
 
@@ -29,9 +28,14 @@ async function failAfterReturn(
 ): Promise<void> {
   const lingering = delivery.lingering;
   if (Number.isFinite(delivery.holdUntil)) {
-    const returned = new AbortController();
-    await Promise.race([lingering, sleep(Math.max(0, delivery.holdUntil - Date.now()), returned.signal)]);
-    returned.abort();
+    let timer: NodeJS.Timeout | undefined;
+    const holdEnds = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, Math.max(0, delivery.holdUntil - Date.now()));
+      // A handler that never returns must not keep the process alive after shutdown.
+      timer.unref();
+    });
+    await Promise.race([lingering, holdEnds]);
+    clearTimeout(timer);
   } else {
     await lingering;
   }

@@ -20,6 +20,8 @@ export async function publishWhileHeld(
   logger: Logger,
 ): Promise<boolean> {
   for (let attempt = 1; ; attempt++) {
+    // Released meanwhile (its channel closed): the broker has the message back, and a copy would double it.
+    if (delivery.isSettled) return false;
     try {
       await publish();
       return true;
