@@ -2,18 +2,19 @@ import { readFile } from 'node:fs/promises';
 import { hostname, userInfo } from 'node:os';
 import type { INestApplicationContext } from '@nestjs/common';
 import { Command, CommanderError, Option } from 'commander';
-import { DeadLetterAudit } from '../dead-letter/dead-letter-audit.service';
-import { DeadLetterMonitor } from '../dead-letter/dead-letter-monitor.service';
+import { DeadLetterAudit } from '../dead-letter-audit.service';
+import { DeadLetterMonitor } from '../../dead-letter/dead-letter-monitor.service';
 import {
   DeadLetterOperations,
   type DeadLetterOperationResult,
   type DeadLetterSelection,
-} from '../dead-letter/dead-letter-operations.service';
-import { parseDeadLetterFilter } from '../dead-letter/dead-letter-filter';
-import { bodyText, describeDeadLetter, type DeadLetter } from '../dead-letter/dead-letter-record';
-import { DeadLetterNotFoundError } from '../errors/dead-letter-not-found.error';
-import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
-import { errorMessage } from '../util/error-text';
+} from '../dead-letter-operations.service';
+import { parseDeadLetterFilter } from '../dead-letter-filter';
+import { bodyText, type DeadLetter } from '../../dead-letter/dead-letter-record';
+import { describeDeadLetter } from '../dead-letter-view';
+import { DeadLetterNotFoundError } from '../../errors/dead-letter-not-found.error';
+import { InvalidDeadLetterQueryError } from '../../errors/invalid-dead-letter-query.error';
+import { errorMessage } from '../../util/error-text';
 import { applyJsonEdits } from './json-edits';
 import { ProgressReporter } from './progress-reporter';
 import { confirm } from './confirm-prompt';

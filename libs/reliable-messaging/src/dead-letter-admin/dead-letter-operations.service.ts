@@ -17,12 +17,8 @@ import type { DeadLetterAuditAction } from './dead-letter-audit.entity';
 import { DeadLetterAudit } from './dead-letter-audit.service';
 import { matchesFilter, narrowsSelection, type DeadLetterFilter } from './dead-letter-filter';
 import { DeadLetterReader } from './dead-letter-reader';
-import {
-  consumerQueueOf,
-  DEAD_LETTER_QUEUE_SUFFIX,
-  readDeadLetter,
-  type DeadLetter,
-} from './dead-letter-record';
+import { consumerQueueOf, DEAD_LETTER_QUEUE_SUFFIX } from '../dead-letter/dead-letter-queue';
+import { readDeadLetter, type DeadLetter } from '../dead-letter/dead-letter-record';
 import { replayMessage } from './replay-message';
 
 /** The most messages one list, replay or purge touches unless it says otherwise. */
