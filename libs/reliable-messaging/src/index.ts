@@ -18,13 +18,13 @@ export { InboxStats, type DuplicateDelivery } from './inbox/inbox-stats.service'
 export type { RetryOptions, ErrorClass } from './retry/retry.options';
 export { delayLevelNames, deliverExchangeName, DELAY_RESOLUTION_MS } from './retry/delay-levels';
 export { DeadLetterMonitor, type DeadLetterQueueStats } from './dead-letter/dead-letter-monitor.service';
-export {
-  DeadLetterOperations,
-  type DeadLetterSelection,
-  type DeadLetterOperationOptions,
-  type DeadLetterOperationResult,
-  type DeadLetterListResult,
-} from './dead-letter-admin/dead-letter-operations.service';
+export { DeadLetterOperations } from './dead-letter-admin/dead-letter-operations.service';
+export type { DeadLetterSelection } from './dead-letter-admin/dead-letter-selection';
+export type {
+  DeadLetterOperationOptions,
+  DeadLetterOperationResult,
+  DeadLetterListResult,
+} from './dead-letter-admin/dead-letter-operation';
 export type { DeadLetter } from './dead-letter/dead-letter-record';
 export type { DeadLetterFilter } from './dead-letter-admin/dead-letter-filter';
 export { DeadLetterAudit, type DeadLetterAuditRecord } from './dead-letter-admin/dead-letter-audit.service';

@@ -4,11 +4,9 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { Command, CommanderError, Option } from 'commander';
 import { DeadLetterAudit } from '../dead-letter-audit.service';
 import { DeadLetterMonitor } from '../../dead-letter/dead-letter-monitor.service';
-import {
-  DeadLetterOperations,
-  type DeadLetterOperationResult,
-  type DeadLetterSelection,
-} from '../dead-letter-operations.service';
+import { DeadLetterOperations } from '../dead-letter-operations.service';
+import type { DeadLetterOperationResult } from '../dead-letter-operation';
+import type { DeadLetterSelection } from '../dead-letter-selection';
 import { parseDeadLetterFilter } from '../dead-letter-filter';
 import { bodyText, type DeadLetter } from '../../dead-letter/dead-letter-record';
 import { describeDeadLetter } from '../dead-letter-view';

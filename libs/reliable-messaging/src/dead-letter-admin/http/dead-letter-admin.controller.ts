@@ -11,7 +11,8 @@ import {
   Req,
 } from '@nestjs/common';
 import { DeadLetterMonitor } from '../../dead-letter/dead-letter-monitor.service';
-import { DeadLetterOperations, type DeadLetterSelection } from '../dead-letter-operations.service';
+import { DeadLetterOperations } from '../dead-letter-operations.service';
+import type { DeadLetterSelection } from '../dead-letter-selection';
 import { DeadLetterAudit } from '../dead-letter-audit.service';
 import { parseDeadLetterFilter, type DeadLetterFilterInput } from '../dead-letter-filter';
 import { describeDeadLetter } from '../dead-letter-view';
