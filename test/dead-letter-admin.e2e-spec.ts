@@ -10,11 +10,11 @@ import { IsString } from 'class-validator';
 import {
   Consume,
   DEAD_LETTER_HEADERS,
-  DeadLetterAdminModule,
   MessagePublisher,
   MessageType,
   ReliableMessagingModule,
 } from '@app/reliable-messaging';
+import { DeadLetterAdminModule } from '@app/reliable-messaging/dead-letters';
 import { uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

@@ -5,13 +5,8 @@ import { join } from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { Injectable } from '@nestjs/common';
 import { IsInt, IsString } from 'class-validator';
-import {
-  Consume,
-  MessageType,
-  NonRetryableError,
-  runDeadLetterCli,
-  type MessageContext,
-} from '@app/reliable-messaging';
+import { Consume, MessageType, NonRetryableError, type MessageContext } from '@app/reliable-messaging';
+import { runDeadLetterCli } from '@app/reliable-messaging/dead-letters';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

@@ -4,14 +4,13 @@ import { IsInt, IsString } from 'class-validator';
 import {
   Consume,
   DEAD_LETTER_HEADERS,
-  DeadLetterOperations,
   HEADERS,
   InboxStats,
-  InvalidDeadLetterQueryError,
   MessageType,
   NonRetryableError,
   type MessageContext,
 } from '@app/reliable-messaging';
+import { DeadLetterOperations, InvalidDeadLetterQueryError } from '@app/reliable-messaging/dead-letters';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';

@@ -18,25 +18,29 @@ export { InboxStats, type DuplicateDelivery } from './inbox/inbox-stats.service'
 export type { RetryOptions, ErrorClass } from './retry/retry.options';
 export { delayLevelNames, deliverExchangeName, DELAY_RESOLUTION_MS } from './retry/delay-levels';
 export { DeadLetterMonitor, type DeadLetterQueueStats } from './dead-letter/dead-letter-monitor.service';
-export {
-  DeadLetterOperations,
-  type DeadLetterSelection,
-  type DeadLetterOperationOptions,
-  type DeadLetterOperationResult,
-  type DeadLetterListResult,
-} from './dead-letter/dead-letter-operations.service';
+export { DeadLetterOperations } from './dead-letter-admin/dead-letter-operations.service';
+export type { DeadLetterSelection } from './dead-letter-admin/dead-letter-selection';
+export type {
+  DeadLetterOperationOptions,
+  DeadLetterOperationResult,
+  DeadLetterListResult,
+} from './dead-letter-admin/dead-letter-operation';
 export type { DeadLetter } from './dead-letter/dead-letter-record';
-export type { DeadLetterFilter } from './dead-letter/dead-letter-filter';
-export { DeadLetterAudit, type DeadLetterAuditRecord } from './dead-letter/dead-letter-audit.service';
+export type { DeadLetterFilter } from './dead-letter-admin/dead-letter-filter';
+export { DeadLetterAudit, type DeadLetterAuditRecord } from './dead-letter-admin/dead-letter-audit.service';
 export {
   DeadLetterAuditEntity,
   type DeadLetterAuditAction,
   type DeadLetterAuditOutcome,
-} from './dead-letter/dead-letter-audit.entity';
-export { CreateDeadLetterAudit1767225600003 } from './dead-letter/create-dead-letter-audit.migration';
-export { DeadLetterAdminModule } from './admin/dead-letter-admin.module';
-export type { DeadLetterAdminOptions } from './admin/dead-letter-admin.options';
-export { createDeadLetterCli, runDeadLetterCli, type DeadLetterCliIo } from './cli/dead-letter-cli';
+} from './dead-letter-admin/dead-letter-audit.entity';
+export { CreateDeadLetterAudit1767225600003 } from './dead-letter-admin/create-dead-letter-audit.migration';
+export { DeadLetterAdminModule } from './dead-letter-admin/http/dead-letter-admin.module';
+export type { DeadLetterAdminOptions } from './dead-letter-admin/http/dead-letter-admin.options';
+export {
+  createDeadLetterCli,
+  runDeadLetterCli,
+  type DeadLetterCliIo,
+} from './dead-letter-admin/cli/dead-letter-cli';
 export { HEADERS, DEAD_LETTER_HEADERS, RMQ_CONTEXT_TYPE } from './reliable-messaging.constants';
 export { Consume, type ConsumeOptions } from './decorators/consume.decorator';
 export { Publish, type PublishDecoratorOptions } from './decorators/publish.decorator';

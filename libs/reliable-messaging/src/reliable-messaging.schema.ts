@@ -1,5 +1,5 @@
-import { CreateDeadLetterAudit1767225600003 } from './dead-letter/create-dead-letter-audit.migration';
-import { DeadLetterAuditEntity } from './dead-letter/dead-letter-audit.entity';
+import { CreateDeadLetterAudit1767225600003 } from './dead-letter-admin/create-dead-letter-audit.migration';
+import { DeadLetterAuditEntity } from './dead-letter-admin/dead-letter-audit.entity';
 import { CreateInbox1767225600001 } from './inbox/create-inbox.migration';
 import { InboxMessageEntity } from './inbox/inbox-message.entity';
 import { CreateOutbox1767225600000 } from './outbox/create-outbox.migration';

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
-import { runDeadLetterCli } from '@app/reliable-messaging';
+import { runDeadLetterCli } from '@app/reliable-messaging/dead-letters';
 import { AppModule } from '../app.module';
 import { enterToolMode } from './tool-mode';
 

@@ -1,6 +1,9 @@
 import type { QueueType } from '../reliable-messaging.options';
 import { errorMessage } from '../util/error-text';
 
+/** The suffix of a consumer's dead-letter queue. */
+export const DEAD_LETTER_QUEUE_SUFFIX = '.dlq';
+
 /**
  * The delivery limit of a quorum dead-letter queue: high enough never to be reached.
  *
@@ -25,4 +28,11 @@ export function describeQueueError(error: unknown): string {
   return /NOT_FOUND|404/.test(text)
     ? 'it does not exist (the app declares it when it first starts with that consumer)'
     : text;
+}
+
+/** The consumer queue of a dead-letter queue name (`orders.dlq` → `orders`). */
+export function consumerQueueOf(deadLetterQueue: string): string {
+  return deadLetterQueue.endsWith(DEAD_LETTER_QUEUE_SUFFIX)
+    ? deadLetterQueue.slice(0, -DEAD_LETTER_QUEUE_SUFFIX.length)
+    : deadLetterQueue;
 }

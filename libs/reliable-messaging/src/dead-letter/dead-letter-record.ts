@@ -1,8 +1,6 @@
 import type { Message } from 'amqplib';
 import { DEAD_LETTER_HEADERS, HEADERS } from '../reliable-messaging.constants';
-
-/** The suffix of a consumer's dead-letter queue. */
-export const DEAD_LETTER_QUEUE_SUFFIX = '.dlq';
+import { consumerQueueOf } from './dead-letter-queue';
 
 /**
  * A message in a dead-letter queue, read from its headers: those this module writes when it dead-letters, or,
@@ -72,21 +70,14 @@ export function readDeadLetter(
     routingKey: h(DEAD_LETTER_HEADERS.routingKey) ?? firstText(death?.['routing-keys']),
     attempts: count(headers[DEAD_LETTER_HEADERS.attempts]),
     deadLetterCount: count(headers[DEAD_LETTER_HEADERS.count]) ?? (death ? 1 : 0),
-    firstFailureAt: date(headers[DEAD_LETTER_HEADERS.firstFailureAt]) ?? date(death?.time),
-    deadLetteredAt: date(headers[DEAD_LETTER_HEADERS.lastFailureAt]) ?? date(death?.time),
-    replayedAt: date(headers[DEAD_LETTER_HEADERS.replayedAt]),
+    firstFailureAt: headerDate(headers[DEAD_LETTER_HEADERS.firstFailureAt]) ?? headerDate(death?.time),
+    deadLetteredAt: headerDate(headers[DEAD_LETTER_HEADERS.lastFailureAt]) ?? headerDate(death?.time),
+    replayedAt: headerDate(headers[DEAD_LETTER_HEADERS.replayedAt]),
     contentType: text(message.properties.contentType),
     body: message.content,
     headers,
     properties: message.properties,
   };
-}
-
-/** The consumer queue of a dead-letter queue name (`orders.dlq` → `orders`). */
-export function consumerQueueOf(deadLetterQueue: string): string {
-  return deadLetterQueue.endsWith(DEAD_LETTER_QUEUE_SUFFIX)
-    ? deadLetterQueue.slice(0, -DEAD_LETTER_QUEUE_SUFFIX.length)
-    : deadLetterQueue;
 }
 
 /** The body as text when it is valid UTF-8, else undefined. */
@@ -96,56 +87,6 @@ export function bodyText(deadLetter: Pick<DeadLetter, 'body'>): string | undefin
   } catch {
     return undefined;
   }
-}
-
-/**
- * A JSON-friendly view for the CLI and the admin API: dates as ISO strings, the body parsed when it is JSON,
- * as text when it is UTF-8, else base64; header values made printable.
- */
-export function describeDeadLetter(deadLetter: DeadLetter, full = false): Record<string, unknown> {
-  const summary: Record<string, unknown> = {
-    messageId: deadLetter.messageId,
-    queue: deadLetter.queue,
-    deadLetterQueue: deadLetter.deadLetterQueue,
-    type: deadLetter.type,
-    reason: deadLetter.reason,
-    errorClass: deadLetter.errorClass,
-    errorMessage: deadLetter.errorMessage,
-    attempts: deadLetter.attempts,
-    deadLetterCount: deadLetter.deadLetterCount,
-    firstFailureAt: deadLetter.firstFailureAt?.toISOString(),
-    deadLetteredAt: deadLetter.deadLetteredAt?.toISOString(),
-    replayedAt: deadLetter.replayedAt?.toISOString(),
-  };
-  if (!full) return summary;
-  const textBody = bodyText(deadLetter);
-  let body: unknown = textBody;
-  let bodyEncoding: 'json' | 'utf-8' | 'base64' = 'utf-8';
-  if (textBody === undefined) {
-    body = deadLetter.body.toString('base64');
-    bodyEncoding = 'base64';
-  } else {
-    try {
-      body = JSON.parse(textBody);
-      bodyEncoding = 'json';
-    } catch {
-      // NOTE: a UTF-8 body that is not JSON is shown as text.
-    }
-  }
-  return {
-    ...summary,
-    idempotencyKey: deadLetter.idempotencyKey,
-    correlationId: deadLetter.correlationId,
-    handler: deadLetter.handler,
-    host: deadLetter.host,
-    exchange: deadLetter.exchange,
-    routingKey: deadLetter.routingKey,
-    errorStack: deadLetter.errorStack,
-    contentType: deadLetter.contentType,
-    headers: printable(deadLetter.headers),
-    bodyEncoding,
-    body,
-  };
 }
 
 /** The most recent x-death entry (RabbitMQ keeps them newest first). */
@@ -171,22 +112,12 @@ function count(value: unknown): number | undefined {
   return Number.isInteger(n) && n >= 0 ? n : undefined;
 }
 
-/** An ISO string, or an AMQP timestamp (seconds) as amqplib decodes it: `{ '!': 'timestamp', value }`. */
-function date(value: unknown): Date | undefined {
+/** A header's time: an ISO string, or an AMQP timestamp (seconds) as amqplib decodes it: `{ '!': 'timestamp', value }`. */
+export function headerDate(value: unknown): Date | undefined {
   let parsed: Date | undefined;
   if (typeof value === 'string' || Buffer.isBuffer(value)) parsed = new Date(text(value) as string);
   else if (typeof value === 'object' && value !== null && (value as { '!'?: unknown })['!'] === 'timestamp') {
     parsed = new Date(Number((value as { value: unknown }).value) * 1000);
   } else if (value instanceof Date) parsed = value;
   return parsed && !Number.isNaN(parsed.getTime()) ? parsed : undefined;
-}
-
-function printable(value: unknown): unknown {
-  if (Buffer.isBuffer(value)) return value.toString('utf8');
-  if (Array.isArray(value)) return value.map(printable);
-  if (typeof value === 'object' && value !== null) {
-    if ((value as { '!'?: unknown })['!'] === 'timestamp') return date(value)?.toISOString();
-    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, printable(inner)]));
-  }
-  return value;
 }

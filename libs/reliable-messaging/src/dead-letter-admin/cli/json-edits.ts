@@ -1,5 +1,5 @@
-import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
-import { bodyText, type DeadLetter } from '../dead-letter/dead-letter-record';
+import { InvalidDeadLetterQueryError } from '../../errors/invalid-dead-letter-query.error';
+import { bodyText, type DeadLetter } from '../../dead-letter/dead-letter-record';
 
 const FORBIDDEN_KEYS = new Set(['__proto__', 'prototype', 'constructor']);
 

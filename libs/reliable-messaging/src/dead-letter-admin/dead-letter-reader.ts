@@ -1,5 +1,5 @@
 import type { Channel, ChannelModel, GetMessage } from 'amqplib';
-import { describeQueueError } from './dead-letter-queue';
+import { describeQueueError } from '../dead-letter/dead-letter-queue';
 
 /**
  * How many messages past the depth measured at the start a read may take. The depth counts only ready

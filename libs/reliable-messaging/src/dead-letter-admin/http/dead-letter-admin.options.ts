@@ -1,5 +1,5 @@
 import type { CanActivate, Type } from '@nestjs/common';
-import { ConfigurationError } from '../errors/configuration.error';
+import { ConfigurationError } from '../../errors/configuration.error';
 
 /** Options of `DeadLetterAdminModule.register()`. A token or a guard is required: the API is never open. */
 export interface DeadLetterAdminOptions {

@@ -10,16 +10,14 @@ import {
   Query,
   Req,
 } from '@nestjs/common';
-import { DeadLetterMonitor } from '../dead-letter/dead-letter-monitor.service';
-import {
-  DeadLetterOperations,
-  type DeadLetterSelection,
-} from '../dead-letter/dead-letter-operations.service';
-import { DeadLetterAudit } from '../dead-letter/dead-letter-audit.service';
-import { parseDeadLetterFilter, type DeadLetterFilterInput } from '../dead-letter/dead-letter-filter';
-import { describeDeadLetter } from '../dead-letter/dead-letter-record';
-import { DeadLetterNotFoundError } from '../errors/dead-letter-not-found.error';
-import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
+import { DeadLetterMonitor } from '../../dead-letter/dead-letter-monitor.service';
+import { DeadLetterOperations } from '../dead-letter-operations.service';
+import type { DeadLetterSelection } from '../dead-letter-selection';
+import { DeadLetterAudit } from '../dead-letter-audit.service';
+import { parseDeadLetterFilter, type DeadLetterFilterInput } from '../dead-letter-filter';
+import { describeDeadLetter } from '../dead-letter-view';
+import { DeadLetterNotFoundError } from '../../errors/dead-letter-not-found.error';
+import { InvalidDeadLetterQueryError } from '../../errors/invalid-dead-letter-query.error';
 import { ADMIN_ACTOR } from './admin-auth.guard';
 import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from './dead-letter-admin.options';
 

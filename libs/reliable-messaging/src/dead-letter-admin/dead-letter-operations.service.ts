@@ -1,79 +1,35 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { ChannelModel, GetMessage } from 'amqplib';
-import { JSON_CONTENT_TYPE } from '../reliable-messaging.constants';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { ConfirmPublisher } from '../amqp/confirm-publisher';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
-import { parseJsonBody } from '../envelope/safe-json';
+import { consumerQueueOf, DEAD_LETTER_QUEUE_SUFFIX } from '../dead-letter/dead-letter-queue';
+import type { DeadLetter } from '../dead-letter/dead-letter-record';
 import { DeadLetterNotFoundError } from '../errors/dead-letter-not-found.error';
 import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
-import { InvalidMessageError } from '../errors/invalid-message.error';
 import { UnroutableMessageError } from '../errors/publish.error';
 import { errorMessage } from '../util/error-text';
 import type { DeadLetterAuditAction } from './dead-letter-audit.entity';
 import { DeadLetterAudit } from './dead-letter-audit.service';
-import { matchesFilter, narrowsSelection, type DeadLetterFilter } from './dead-letter-filter';
-import { DeadLetterReader } from './dead-letter-reader';
+import type { DeadLetterFilter } from './dead-letter-filter';
+import type {
+  DeadLetterListResult,
+  DeadLetterOperationOptions,
+  DeadLetterOperationResult,
+} from './dead-letter-operation';
+import type { DeadLetterReader } from './dead-letter-reader';
+import { scanDeadLetters, type DeadLetterScanResult, type DeadLetterVisit } from './dead-letter-scan';
 import {
-  consumerQueueOf,
-  DEAD_LETTER_QUEUE_SUFFIX,
-  readDeadLetter,
-  type DeadLetter,
-} from './dead-letter-record';
+  checkLimit,
+  describeSelection,
+  requireSelection,
+  type DeadLetterSelection,
+} from './dead-letter-selection';
+import { checkEditedBody } from './edited-body';
 import { replayMessage } from './replay-message';
-
-/** The most messages one list, replay or purge touches unless it says otherwise. */
-export const DEFAULT_DEAD_LETTER_LIMIT = 1000;
-/** The most messages one operation may touch. */
-export const MAX_DEAD_LETTER_LIMIT = 100_000;
-
-/** Which dead letters a replay or purge applies to: a filter, or `all` for every message of the queue(s). */
-export interface DeadLetterSelection extends DeadLetterFilter {
-  /** Required to replay or purge without any other filter than the queue. Default: false. */
-  all?: boolean;
-}
-
-/** How an operation runs. */
-export interface DeadLetterOperationOptions {
-  /** Who runs it, for the audit record (an OS user, a token name). */
-  actor: string;
-  /** Report what would be done and change nothing (no audit record either). Default: false. */
-  dryRun?: boolean;
-  /** The most messages to touch; more matching ones stay for a next run (`more: true`). Default: 1000. */
-  limit?: number;
-  /** A free-text note for the audit record (a ticket, a reason). */
-  note?: string;
-  /** Called as messages are read, for a progress bar. */
-  onProgress?: (scanned: number, total: number) => void;
-}
-
-/** What an operation did, or would do in a dry run. */
-export interface DeadLetterOperationResult {
-  action: DeadLetterAuditAction;
-  dryRun: boolean;
-  /** The ids of the messages replayed or purged (or that would be). */
-  messageIds: string[];
-  /** Messages that matched but could not be handled, and why; they stay in their dead-letter queue. */
-  failures: Array<{ messageId?: string; error: string }>;
-  /** Messages read. */
-  scanned: number;
-  /** The limit was reached with messages left unread: run again for the rest. */
-  more: boolean;
-  /** The audit record's id (none for a dry run). */
-  auditId?: string;
-}
-
-/** What a list found. */
-export interface DeadLetterListResult {
-  deadLetters: DeadLetter[];
-  scanned: number;
-  more: boolean;
-}
-
-type Visit = (reader: DeadLetterReader, message: GetMessage, deadLetter: DeadLetter) => Promise<boolean>;
 
 /**
  * The operations on dead letters that the command line and the admin API share: list with filters, show one,
@@ -154,7 +110,7 @@ export class DeadLetterOperations {
   ): Promise<DeadLetterOperationResult & { before: DeadLetter }> {
     if (!queue) throw new InvalidDeadLetterQueryError("an edit needs the message's 'queue'");
     const before = await this.show(messageId, queue);
-    this.checkBody(before, body);
+    checkEditedBody(before, body, this.options.maxPayloadBytes);
     const digest = (data: Buffer) => createHash('sha256').update(data).digest('hex');
     const details = { bodySha256Before: digest(before.body), bodySha256After: digest(body) };
     const replayedAt = new Date();
@@ -305,58 +261,15 @@ export class DeadLetterOperations {
     return 'stop';
   }
 
-  private checkBody(deadLetter: DeadLetter, body: Buffer): void {
-    if (body.length > this.options.maxPayloadBytes) {
-      throw new InvalidDeadLetterQueryError(
-        `the new body is ${body.length} bytes, above the limit of ${this.options.maxPayloadBytes} (maxPayloadBytes)`,
-      );
-    }
-    const contentType = deadLetter.contentType?.split(';')[0].trim().toLowerCase();
-    if (contentType === undefined || contentType === JSON_CONTENT_TYPE) {
-      try {
-        parseJsonBody(body);
-      } catch (error) {
-        throw new InvalidDeadLetterQueryError(
-          `the new body is not accepted: ${error instanceof InvalidMessageError ? error.message : errorMessage(error)}`,
-        );
-      }
-    }
-  }
-
-  /** Reads the selected dead-letter queues in turn, calling `visit` for each matching message up to `limit`. */
+  /** Scans the filter's dead-letter queues (see scanDeadLetters). */
   private async scan(
     filter: DeadLetterFilter,
     limit: number,
     onProgress: DeadLetterOperationOptions['onProgress'],
-    visit: Visit,
-  ): Promise<{ scanned: number; more: boolean }> {
+    visit: DeadLetterVisit,
+  ): Promise<DeadLetterScanResult> {
     const model = this.model();
-    const readers: DeadLetterReader[] = [];
-    try {
-      for (const queue of this.deadLetterQueues(filter.queue))
-        readers.push(await DeadLetterReader.open(model, queue));
-      const total = readers.reduce((sum, reader) => sum + reader.depth, 0);
-      let scanned = 0;
-      let matched = 0;
-      onProgress?.(0, total);
-      for (const reader of readers) {
-        for (;;) {
-          if (matched >= limit) return { scanned, more: scanned < total };
-          const message = await reader.next();
-          if (!message) break;
-          scanned++;
-          onProgress?.(scanned, total);
-          const deadLetter = readDeadLetter(message, reader.queue);
-          if (!matchesFilter(deadLetter, filter)) continue;
-          matched++;
-          if (!(await visit(reader, message, deadLetter))) return { scanned, more: scanned < total };
-        }
-        await reader.close();
-      }
-      return { scanned, more: false };
-    } finally {
-      for (const reader of readers) await reader.close();
-    }
+    return scanDeadLetters(model, this.deadLetterQueues(filter.queue), filter, limit, onProgress, visit);
   }
 
   private deadLetterQueues(queue?: string): string[] {
@@ -374,31 +287,4 @@ export class DeadLetterOperations {
     if (!model) throw new Error(`not connected to the broker at ${this.connection.redactedUrl}`);
     return model;
   }
-}
-
-function checkLimit(limit: number | undefined): number {
-  const value = limit ?? DEFAULT_DEAD_LETTER_LIMIT;
-  if (!Number.isInteger(value) || value < 1 || value > MAX_DEAD_LETTER_LIMIT) {
-    throw new InvalidDeadLetterQueryError(
-      `'limit' must be an integer from 1 to ${MAX_DEAD_LETTER_LIMIT}, got ${String(limit)}`,
-    );
-  }
-  return value;
-}
-
-function requireSelection(action: string, selection: DeadLetterSelection): void {
-  const { all, ...filter } = selection;
-  if (!narrowsSelection(filter) && all !== true) {
-    throw new InvalidDeadLetterQueryError(
-      `a ${action} needs a selection: message ids, a filter (error class, type, reason, time window, text), or 'all' for every dead letter of the queue(s)`,
-    );
-  }
-}
-
-function describeSelection(selection: DeadLetterSelection, limit: number): Record<string, unknown> {
-  const described: Record<string, unknown> = { limit };
-  for (const [key, value] of Object.entries(selection)) {
-    if (value !== undefined) described[key] = value instanceof Date ? value.toISOString() : value;
-  }
-  return described;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { DeadLetter } from '../dead-letter/dead-letter-record';
+import type { DeadLetter } from '../../dead-letter/dead-letter-record';
 import { applyJsonEdits } from './json-edits';
 
 const withBody = (body: string) => ({ body: Buffer.from(body) }) as DeadLetter;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { DEAD_LETTER_HEADERS, HEADERS } from '../reliable-messaging.constants';
-import { readDeadLetter } from './dead-letter-record';
+import { readDeadLetter } from '../dead-letter/dead-letter-record';
 import { replayMessage } from './replay-message';
 
 const properties = {

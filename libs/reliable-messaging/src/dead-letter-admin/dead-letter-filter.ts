@@ -1,5 +1,5 @@
 import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
-import { bodyText, type DeadLetter } from './dead-letter-record';
+import { bodyText, type DeadLetter } from '../dead-letter/dead-letter-record';
 
 /** Which dead letters an operation applies to; every field given must match. An empty filter matches all. */
 export interface DeadLetterFilter {

@@ -1,5 +1,5 @@
 import { createInterface } from 'node:readline/promises';
-import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
+import { InvalidDeadLetterQueryError } from '../../errors/invalid-dead-letter-query.error';
 
 /**
  * Asks a question on stderr and reads one line of the answer from stdin. Refuses when stdin is not a terminal,

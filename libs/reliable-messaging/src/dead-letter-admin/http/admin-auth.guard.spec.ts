@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { UnauthorizedException, type ExecutionContext } from '@nestjs/common';
-import { ConfigurationError } from '../errors/configuration.error';
+import { ConfigurationError } from '../../errors/configuration.error';
 import { ADMIN_ACTOR, AdminAuthGuard } from './admin-auth.guard';
 import { resolveAdminOptions } from './dead-letter-admin.options';
 

@@ -2,7 +2,7 @@ import { DEAD_LETTER_HEADERS, HEADERS } from '../reliable-messaging.constants';
 import type { OutboundMessage } from '../envelope/envelope';
 import { withoutBrokerHeaders } from '../envelope/broker-headers';
 import { republish } from '../envelope/republish';
-import type { DeadLetter } from './dead-letter-record';
+import type { DeadLetter } from '../dead-letter/dead-letter-record';
 
 /** Dead-letter headers a replayed message keeps as its history; the rest describe the last failure only. */
 const KEPT_HISTORY = new Set<string>([

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
 import { matchesFilter, narrowsSelection, parseDeadLetterFilter, parseTime } from './dead-letter-filter';
-import type { DeadLetter } from './dead-letter-record';
+import type { DeadLetter } from '../dead-letter/dead-letter-record';
 
 const NOW = Date.parse('2026-05-01T12:00:00Z');
 

@@ -1,0 +1,30 @@
+import type { Command } from 'commander';
+import type { CliContext } from '../cli-context';
+import { limitOf, type FilterFlags } from '../filter-flags';
+import { table } from '../text-output';
+
+/** `dlq audit`: the latest replays, edits and purges from the audit trail. */
+export function addAuditCommand(program: Command, cli: CliContext): void {
+  program
+    .command('audit')
+    .description('the latest replays, edits and purges')
+    .option('--limit <n>', 'how many', '20')
+    .option('--json', 'print JSON')
+    .action(async (flags: FilterFlags) => {
+      const records = await cli.audit.recent(limitOf(flags, 20));
+      if (flags.json) return cli.printJson(records);
+      cli.print(
+        table(
+          ['STARTED', 'ACTOR', 'ACTION', 'QUEUE', 'MESSAGES', 'OUTCOME'],
+          records.map((r) => [
+            r.startedAt.toISOString(),
+            r.actor,
+            r.action,
+            r.queue ?? '*',
+            String(r.messageCount),
+            r.outcome,
+          ]),
+        ),
+      );
+    });
+}

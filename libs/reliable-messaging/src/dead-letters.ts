@@ -1,0 +1,38 @@
+/**
+ * The operator's tools for dead letters, imported as `@app/reliable-messaging/dead-letters`: the `dlq` command
+ * line, the opt-in HTTP admin module, and the operations both run on (list, show, replay, edit, purge) with the
+ * audit trail they write. Dead-lettering itself needs none of this: it runs inside ReliableMessagingModule.
+ */
+
+/** The command line: build it on an app context, or run it and get its exit code. */
+export {
+  createDeadLetterCli,
+  runDeadLetterCli,
+  type DeadLetterCliIo,
+} from './dead-letter-admin/cli/dead-letter-cli';
+
+/** The HTTP admin API, off unless an app imports `DeadLetterAdminModule.register()`. */
+export { DeadLetterAdminModule } from './dead-letter-admin/http/dead-letter-admin.module';
+export type { DeadLetterAdminOptions } from './dead-letter-admin/http/dead-letter-admin.options';
+
+/** The operations the command line and the HTTP API share, for scripts and tests of your own. */
+export { DeadLetterOperations } from './dead-letter-admin/dead-letter-operations.service';
+export type { DeadLetterSelection } from './dead-letter-admin/dead-letter-selection';
+export type {
+  DeadLetterOperationOptions,
+  DeadLetterOperationResult,
+  DeadLetterListResult,
+} from './dead-letter-admin/dead-letter-operation';
+export type { DeadLetterFilter } from './dead-letter-admin/dead-letter-filter';
+export type { DeadLetter } from './dead-letter/dead-letter-record';
+
+/** The audit trail of every replay, edit and purge. */
+export { DeadLetterAudit, type DeadLetterAuditRecord } from './dead-letter-admin/dead-letter-audit.service';
+export type {
+  DeadLetterAuditAction,
+  DeadLetterAuditOutcome,
+} from './dead-letter-admin/dead-letter-audit.entity';
+
+/** What the operations throw: a query that cannot run as written, and a message id no dead-letter queue holds. */
+export { InvalidDeadLetterQueryError } from './errors/invalid-dead-letter-query.error';
+export { DeadLetterNotFoundError } from './errors/dead-letter-not-found.error';
