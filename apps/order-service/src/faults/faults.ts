@@ -9,7 +9,7 @@ import { HARNESS_APPLICATION_NAME } from './database.faults';
 import { FakeReceiptServer } from './fake-receipt-server';
 import type { Fault } from './fault';
 import { faultCatalog, FULL_DURATIONS, QUICK_DURATIONS, selectFaults, withOutage } from './fault-catalog';
-import { runFaultCycle, type CyclePhases, type FaultRow } from './fault-cycle';
+import { runFault, type CyclePhases, type FaultRow } from './fault-cycle';
 import { FAULT_POINTS_ENV } from './fault-points';
 import { faultTableProblems, formatFaultTable, formatFaultTableMarkdown } from './fault-table';
 import { HarnessBroker } from './harness-broker';
@@ -143,7 +143,14 @@ async function main(): Promise<number> {
   );
   const load = new OrderLoad(app.api, rate);
   if (options.soak) {
-    faults = [soakFault(faults, options.soakOrders, load)];
+    // Faults with a stage of their own (the cluster) cannot fire in the middle of another cycle.
+    faults = [
+      soakFault(
+        faults.filter((fault) => !fault.stage),
+        options.soakOrders,
+        load,
+      ),
+    ];
     phases.warmUpMs = 30_000;
   }
   const touchesMachine = faults.some((fault) => fault.machineWide);
@@ -157,7 +164,7 @@ async function main(): Promise<number> {
     console.log(`  app        HTTP on port ${app.port}\n`);
     for (const fault of faults) {
       console.log(`- ${fault.name}: ${fault.description}`);
-      const row = await runFaultCycle(
+      const row = await runFault(
         fault,
         {
           app,
