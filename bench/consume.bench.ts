@@ -20,16 +20,23 @@ import {
 /** Unacknowledged deliveries in flight, for both consumers; the module's consumer runs as many handlers at once. */
 const PREFETCH = Number(process.env.BENCH_PREFETCH ?? 20);
 
-/** Counts deliveries; the run is timed from the first delivery to the last one finished. */
+/**
+ * Counts deliveries; the run is timed from the first delivery to the last one finished. `finished` rejects
+ * when the run fails.
+ */
 export class Progress {
   count = 0;
   result?: Measurement;
   readonly finished: Promise<void>;
   private done!: () => void;
+  private failed!: (error: unknown) => void;
   private end?: () => Measurement;
 
   constructor(private readonly expected: number) {
-    this.finished = new Promise((resolve) => (this.done = resolve));
+    this.finished = new Promise((resolve, reject) => {
+      this.done = resolve;
+      this.failed = reject;
+    });
   }
 
   started(): void {
@@ -41,6 +48,11 @@ export class Progress {
       this.result = this.end?.();
       this.done();
     }
+  }
+
+  /** Ends the run with `error`, which `finished` rejects with. */
+  fail(error: unknown): void {
+    this.failed(error);
   }
 
   measurement(): Measurement {
@@ -98,10 +110,12 @@ async function rawDrain(connection: ChannelModel, queue: string): Promise<Measur
   const { consumerTag } = await channel.consume(queue, (message) => {
     if (!message) return;
     progress.started();
-    void work(message).then(() => {
-      channel.ack(message);
-      progress.completed();
-    });
+    void work(message)
+      .then(() => {
+        channel.ack(message);
+        progress.completed();
+      })
+      .catch((error: unknown) => progress.fail(error));
   });
   await progress.finished;
   await channel.cancel(consumerTag);

@@ -202,7 +202,7 @@ function rawPublish(channel: ConfirmChannel, exchange: string, n: number): Promi
       'bench.order-placed',
       body,
       { ...properties, mandatory: true },
-      (error: unknown) => (error ? reject(error) : resolve()),
+      (error: Error | null) => (error ? reject(error) : resolve()),
     );
   });
 }

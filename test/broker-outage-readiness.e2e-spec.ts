@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -74,7 +75,7 @@ describe('readiness during a broker outage', () => {
   let broker: TestBroker;
   let db: MessagingDatabase;
   let proxy: TcpProxy | undefined;
-  let app: INestApplication | undefined;
+  let app: INestApplication<Server> | undefined;
 
   beforeAll(async () => {
     broker = await TestBroker.connect();

@@ -209,9 +209,9 @@ describe('cluster failover: the node leading the quorum queue is killed', () => 
       timeoutMs: 30_000,
     });
 
-    const [{ rows, distinct }] = (await db.dataSource.query(
+    const [{ rows, distinct }] = await db.dataSource.query<Array<{ rows: number; distinct: number }>>(
       'SELECT count(*)::int AS rows, count(DISTINCT n)::int AS distinct FROM ledger',
-    )) as Array<{ rows: number; distinct: number }>;
+    );
     const lost = sent.filter((n) => !ledger.applied.has(n));
 
     // Deliveries already read from the dead node's socket can start just after the kill: consuming resumed with

@@ -48,7 +48,7 @@ class HeldTopology extends TopologyService {
 
 /** `model`, with the opening of a channel or its consume-ok (after the broker registered the consumer) held at `gate`. */
 function holdAt(model: ChannelModel, step: 'createChannel' | 'consume', gate: Latch): ChannelModel {
-  const held: ChannelModel = Object.create(model);
+  const held = Object.create(model) as ChannelModel;
   held.createChannel = async () => {
     if (step === 'createChannel') await gate.pass();
     const channel: Channel = await model.createChannel();

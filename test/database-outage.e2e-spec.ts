@@ -118,9 +118,11 @@ class NotificationHandler {
 }
 
 async function count(db: MessagingDatabase, table: string): Promise<number> {
-  const [row] = (await db.dataSource.query(`SELECT count(*)::int AS n FROM ${table}`)) as Array<{
-    n: number;
-  }>;
+  const [row] = await db.dataSource.query<
+    Array<{
+      n: number;
+    }>
+  >(`SELECT count(*)::int AS n FROM ${table}`);
   return row.n;
 }
 
@@ -181,12 +183,12 @@ describe('database outage: consumers pause, messages spend nothing', () => {
     expect(audit.runs.length).toBeLessThanOrEqual(4);
     const held = await queueCounts(AUDIT);
     expect(held.unacked + held.ready).toBe(ORDERS);
-    const readiness = (await Promise.all(
+    const readiness = await Promise.all(
       app
         .get(MessagingHealth)
         .readiness()
         .map((check) => (check as () => Promise<Record<string, unknown>>)()),
-    )) as Array<Record<string, unknown>>;
+    );
     expect(await databaseAvailable()).toBe(0);
     expect(readiness.find((result) => 'database' in result)?.database).toMatchObject({
       status: 'down',
@@ -215,9 +217,11 @@ describe('database outage: consumers pause, messages spend nothing', () => {
     expect(statements.runs.map((run) => run.orderId)).toEqual(published);
     expect(
       (
-        (await db.dataSource.query('SELECT order_id FROM statements ORDER BY id')) as Array<{
-          order_id: string;
-        }>
+        await db.dataSource.query<
+          Array<{
+            order_id: string;
+          }>
+        >('SELECT order_id FROM statements ORDER BY id')
       ).map((row) => row.order_id),
     ).toEqual(published);
     expect((await queueCounts(`${LEDGER}.dlq`)).ready).toBe(0);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,7 +45,7 @@ class RefundHandler {
 
 describe('the dead-letter admin API', () => {
   let broker: TestBroker;
-  let app: INestApplication;
+  let app: INestApplication<Server>;
   let base: string;
   let queue: string;
   let auditDir: string;

@@ -28,6 +28,15 @@ class NegativeAmount extends NonRetryableError {}
 const QUEUE = uniqueQueue('invoices');
 const DLQ = `${QUEUE}.dlq`;
 
+/** A line of the JSON-lines audit file, as far as the specs read it. */
+interface AuditLine {
+  action: string;
+  actor: string;
+  messageCount: number;
+  outcome: string;
+  details: Record<string, unknown>;
+}
+
 @Injectable()
 class InvoiceHandler {
   readonly invoiced: Array<{ invoiceId: string; amountCents: number }> = [];
@@ -218,7 +227,7 @@ describe('the dlq command line: list, show, replay, edit, purge with confirmatio
     const lines = readFileSync(join(auditDir, 'audit.jsonl'), 'utf8')
       .trim()
       .split('\n')
-      .map((line) => JSON.parse(line));
+      .map((line) => JSON.parse(line) as AuditLine);
     const completed = lines.filter((record) => record.outcome === 'completed');
     expect(completed.map((record) => [record.action, record.actor, record.messageCount])).toEqual([
       ['replay', 'spec-user', 1],

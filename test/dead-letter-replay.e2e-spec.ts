@@ -98,11 +98,11 @@ describe('replaying dead letters: by filter, by time window, edited, and safely 
   }
 
   async function shipped(orderId: string): Promise<number[]> {
-    const rows = (await db.dataSource.query('SELECT quantity FROM shipments WHERE order_id = $1', [
-      orderId,
-    ])) as Array<{
-      quantity: number;
-    }>;
+    const rows = await db.dataSource.query<
+      Array<{
+        quantity: number;
+      }>
+    >('SELECT quantity FROM shipments WHERE order_id = $1', [orderId]);
     return rows.map((row) => row.quantity);
   }
 
@@ -266,9 +266,9 @@ describe('replaying dead letters: by filter, by time window, edited, and safely 
   it('refuses a replay with no selection, and audits every replay, edit and purge in rm_dead_letter_audit', async () => {
     await expect(operations.replay({ queue: QUEUE }, { actor: ACTOR })).rejects.toThrow(/needs a selection/);
 
-    const rows = (await db.dataSource.query(
+    const rows = await db.dataSource.query<Array<Record<string, unknown>>>(
       `SELECT action, actor, queue, message_count AS "count", outcome, details FROM rm_dead_letter_audit ORDER BY started_at`,
-    )) as Array<Record<string, unknown>>;
+    );
     expect(rows.map((row) => [row.action, row.count, row.outcome])).toEqual([
       ['replay', 2, 'completed'],
       ['purge', 1, 'completed'],

@@ -130,10 +130,10 @@ describe('handler deadline with the inbox: the abandoned attempt gives its trans
     expect(await db.dataSource.query('SELECT id, attempt FROM invoices')).toEqual([
       { id: 'i-1', attempt: 2 },
     ]);
-    const [inbox] = (await db.dataSource.query(
+    const [inbox] = await db.dataSource.query<Array<{ n: number }>>(
       'SELECT count(*)::int AS n FROM rm_inbox WHERE consumer = $1',
       [INVOICES],
-    )) as Array<{ n: number }>;
+    );
     expect(inbox.n).toBe(1);
   });
 });

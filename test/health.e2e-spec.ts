@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -91,7 +92,7 @@ describe('health endpoints', () => {
     })
     class HealthSpecModule {}
 
-    const app: INestApplication = await NestFactory.create(HealthSpecModule, { logger: false });
+    const app: INestApplication<Server> = await NestFactory.create(HealthSpecModule, { logger: false });
     await app.listen(0, '127.0.0.1');
     const url = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
     const probe = async (path: string): Promise<Probe> => {

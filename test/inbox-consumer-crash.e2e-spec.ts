@@ -36,7 +36,7 @@ describe('inbox: a consumer killed between its commit and its ack', () => {
   }
 
   async function count(sql: string): Promise<number> {
-    const [row] = (await db.dataSource.query(sql)) as Array<{ n: number }>;
+    const [row] = await db.dataSource.query<Array<{ n: number }>>(sql);
     return row.n;
   }
 

@@ -31,7 +31,7 @@ class PaymentHandler {
   async onOrderPlaced(event: OrderPlaced, ctx: MessageContext): Promise<void> {
     const manager = ctx.manager;
     if (!manager) throw new Error('dedup is on, so the handler runs in a transaction');
-    const [{ pid }] = (await manager.query('SELECT pg_backend_pid() AS pid')) as Array<{ pid: number }>;
+    const [{ pid }] = await manager.query<Array<{ pid: number }>>('SELECT pg_backend_pid() AS pid');
     const attempt: (typeof this.attempts)[number] = {
       backendPid: pid,
       attempt: ctx.attempt,
@@ -86,16 +86,19 @@ describe('inbox: the database connection dies mid-handler', () => {
 
     await app.publisher.publishNow(Object.assign(new OrderPlaced(), { orderId: 'o-1' }));
     await holding;
-    const [terminated] = (await db.dataSource.query('SELECT pg_terminate_backend($1) AS ok', [
-      handler.attempts[0].backendPid,
-    ])) as Array<{ ok: boolean }>;
+    const [terminated] = await db.dataSource.query<Array<{ ok: boolean }>>(
+      'SELECT pg_terminate_backend($1) AS ok',
+      [handler.attempts[0].backendPid],
+    );
     expect(terminated.ok).toBe(true);
     release();
 
     await waitFor('a second attempt to commit', async () => {
-      const [row] = (await db.dataSource.query(`SELECT count(*)::int AS n FROM rm_inbox`)) as Array<{
-        n: number;
-      }>;
+      const [row] = await db.dataSource.query<
+        Array<{
+          n: number;
+        }>
+      >(`SELECT count(*)::int AS n FROM rm_inbox`);
       return row.n === 1;
     });
     await waitFor('the queue to be empty', async () => {

@@ -74,7 +74,7 @@ class ShippingHandler {
 }
 
 async function count(dataSource: DataSource, sql: string, params: unknown[] = []): Promise<number> {
-  const [row] = (await dataSource.query(sql, params)) as Array<{ n: number }>;
+  const [row] = await dataSource.query<Array<{ n: number }>>(sql, params);
   return row.n;
 }
 
@@ -181,10 +181,10 @@ describe('inbox: a message applies its effect once', () => {
     await app.publisher.publishNow(placed('o-3'));
     await app.publisher.publishNow(placed('o-3'));
     await waitFor('one handler holding o-3 and the other copy waiting on its inbox row', async () => {
-      const [waiting] = (await db.dataSource.query(
+      const [waiting] = await db.dataSource.query<Array<{ n: number }>>(
         `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() ` +
           `AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO "rm_inbox"%'`,
-      )) as Array<{ n: number }>;
+      );
       return started === 1 && waiting.n === 1;
     });
     gate.open();

@@ -163,9 +163,9 @@ describe('observability assets', () => {
   });
 
   it('ships a Deployment whose probes use the health endpoints and whose grace period covers the shutdown deadline', () => {
-    const documents = parseAllDocuments(read('k8s/deployment.yaml')).map((document) =>
-      document.toJS(),
-    ) as Array<{ kind: string; spec: DeploymentSpec }>;
+    const documents = parseAllDocuments(read('k8s/deployment.yaml')).map(
+      (document) => document.toJS() as { kind: string; spec: DeploymentSpec },
+    );
     const deployment = documents.find((document) => document.kind === 'Deployment')!;
     const pod = deployment.spec.template;
     const [container] = pod.spec.containers;

@@ -109,7 +109,11 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
       () => `OrderPlaced and OrderPaid of order ${id} on ${auditQueue} (saw ${mine.length})`,
       async () => {
         const arrived = await broker.getAll(auditQueue);
-        mine.push(...arrived.filter((message) => JSON.parse(message.content.toString()).orderId === id));
+        mine.push(
+          ...arrived.filter(
+            (message) => (JSON.parse(message.content.toString()) as { orderId: string }).orderId === id,
+          ),
+        );
         return ofType('order.placed') !== undefined && ofType('order.paid') !== undefined;
       },
       { timeoutMs: 15_000 },
@@ -132,7 +136,7 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
     expect(paid.properties.headers).toMatchObject({
       'rm-idempotency-key': `order-paid:${id}`,
       'rm-ordering-key': id,
-      'rm-causation-id': placed.properties.messageId,
+      'rm-causation-id': placed.properties.messageId as string,
     });
     expect(paid.properties.correlationId).toBe(placed.properties.correlationId);
   });

@@ -48,12 +48,12 @@ class DatabasePrices {
 
   @Consume({ queue: IN_DATABASE })
   async onPriceChanged(event: PriceChanged, ctx: MessageContext): Promise<void> {
-    const rows = (await ctx.manager!.query(
+    const rows = await ctx.manager!.query<unknown[]>(
       'INSERT INTO prices (sku, cents, version) VALUES ($1, $2, $3) ' +
         'ON CONFLICT (sku) DO UPDATE SET cents = EXCLUDED.cents, version = EXCLUDED.version ' +
         'WHERE prices.version < EXCLUDED.version RETURNING 1',
       [event.sku, event.cents, event.version],
-    )) as unknown[];
+    );
     if (rows.length === 0)
       this.versions.discard(ctx, `version ${event.version} is not newer than the stored one`);
   }

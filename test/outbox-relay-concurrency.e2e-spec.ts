@@ -80,7 +80,7 @@ describe('outbox: three relays at once', () => {
       (message) => JSON.parse(message.content.toString()) as { n: number; key: string | null },
     );
     expect(messages).toHaveLength(ROWS);
-    expect(new Set(messages.map((message) => message.properties.messageId)).size).toBe(ROWS);
+    expect(new Set(messages.map((message) => message.properties.messageId as string)).size).toBe(ROWS);
     expect(new Set(entries.map((entry) => entry.n)).size).toBe(ROWS);
 
     const lastSeen = new Map<string, number>();

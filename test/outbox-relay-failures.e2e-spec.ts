@@ -148,10 +148,10 @@ describe('outbox relay: rows it cannot publish', () => {
     await channel.deleteQueue(full);
 
     await waitForRow(db, 'same-key-after-refused', (row) => row.status === 'published');
-    const [first, second] = (await db.dataSource.query(
+    const [first, second] = await db.dataSource.query<Array<{ publishedAt: Date }>>(
       `SELECT published_at AS "publishedAt" FROM rm_outbox WHERE id = ANY($1::bigint[]) ORDER BY id`,
       [[refused.id, held.id]],
-    )) as Array<{ publishedAt: Date }>;
+    );
     expect(second.publishedAt.getTime()).toBeGreaterThanOrEqual(first.publishedAt.getTime());
     expect((await rowOf(db, '"sku":"sku-1"')).status).toBe('published');
     expect(app.get(OutboxRelay).stats.failed).toBeGreaterThanOrEqual(2);

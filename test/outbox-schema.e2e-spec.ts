@@ -45,7 +45,7 @@ describe('outbox and inbox schema', () => {
       const runner = db.dataSource.createQueryRunner();
       const explaining = {
         query: async (sql: string, parameters?: unknown[]) => {
-          if (!sql.startsWith('WITH')) return runner.query(sql, parameters);
+          if (!sql.startsWith('WITH')) return runner.query(sql, parameters) as Promise<unknown>;
           const rows = (await runner.query(`EXPLAIN ${sql}`, parameters)) as Array<{ 'QUERY PLAN': string }>;
           plans.push(rows.map((row) => row['QUERY PLAN']).join('\n'));
           return [];

@@ -302,9 +302,9 @@ describe('outbox: a relay in another app', () => {
   it("is woken by the NOTIFY the writer sends after its commit, long before the relay's next poll", async () => {
     // The relay LISTENs once it has started; a NOTIFY sent before that would only be found by the next poll.
     await waitFor('the relay listening for commits', async () => {
-      const rows = (await db.dataSource.query(
+      const rows = await db.dataSource.query<unknown[]>(
         `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN "rm_outbox"'`,
-      )) as unknown[];
+      );
       return rows.length > 0;
     });
     const started = Date.now();

@@ -148,7 +148,8 @@ describe('a plain amqplib client and the module, as docs/envelope.md describes',
     const trigger = handler.received.find(({ event }) => event.orderId === 'min-1')!.ctx.envelope;
 
     const confirmation = (m: ConsumeMessage) =>
-      m.properties.type === 'order.confirmed' && JSON.parse(m.content.toString()).orderId === 'min-1';
+      m.properties.type === 'order.confirmed' &&
+      (JSON.parse(m.content.toString()) as { orderId: string }).orderId === 'min-1';
     await waitFor('the confirmation of the minimal order', () => confirmations.some(confirmation));
     const message = confirmations.find(confirmation)!;
     expect(message.fields.routingKey).toBe('order.confirmed');

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Message } from 'amqplib';
 import { IsString } from 'class-validator';
 import {
   MessageType,
@@ -51,6 +52,11 @@ async function publisherChannels(connectionName: string): Promise<number[]> {
 
 function invoice(invoiceId: string, note = ''): InvoiceIssued {
   return Object.assign(new InvoiceIssued(), { invoiceId, note });
+}
+
+/** The invoice id in a published message's JSON body. */
+function invoiceIdOf(message: Message): string {
+  return (JSON.parse(message.content.toString()) as InvoiceIssued).invoiceId;
 }
 
 describe('publishing with confirms against the real broker', () => {
@@ -106,9 +112,7 @@ describe('publishing with confirms against the real broker', () => {
       /is 655\d\d bytes, above the limit of 65536 \(maxPayloadBytes\)/,
     );
     await app.publisher.publishNow(invoice('inv-3-small'));
-    expect((await broker.getAll(invoices)).map((m) => JSON.parse(m.content.toString()).invoiceId)).toEqual([
-      'inv-3-small',
-    ]);
+    expect((await broker.getAll(invoices)).map(invoiceIdOf)).toEqual(['inv-3-small']);
   });
 
   it('publishAll() without a dataSource sends a batch in its order, each confirmed; one too large sends none', async () => {
@@ -126,12 +130,10 @@ describe('publishing with confirms against the real broker', () => {
     ]);
 
     const messages = await broker.getAll(invoices);
-    expect(messages.map((m) => JSON.parse(m.content.toString()).invoiceId)).toEqual([
-      'batch-1',
-      'batch-2',
-      'batch-3',
-    ]);
-    expect(messages.map((m) => m.properties.messageId)).toEqual(receipts.map((receipt) => receipt.messageId));
+    expect(messages.map(invoiceIdOf)).toEqual(['batch-1', 'batch-2', 'batch-3']);
+    expect(messages.map((m) => m.properties.messageId as string)).toEqual(
+      receipts.map((receipt) => receipt.messageId),
+    );
   });
 
   it('rejects with PublishRejectedError when the broker nacks (a full queue that rejects publishes)', async () => {
@@ -177,9 +179,7 @@ describe('publishing with confirms against the real broker', () => {
     const after = await publisherChannels(app.connectionName);
     expect(after).toHaveLength(1);
     expect(after[0]).toBeGreaterThan(before);
-    expect((await broker.getAll(invoices)).map((m) => JSON.parse(m.content.toString()).invoiceId)).toContain(
-      'after-new-channel',
-    );
+    expect((await broker.getAll(invoices)).map(invoiceIdOf)).toContain('after-new-channel');
   });
 
   it('fails a publish to a missing exchange with a PublishError, and the next publish works', async () => {
@@ -190,9 +190,7 @@ describe('publishing with confirms against the real broker', () => {
     await expect(publishing).rejects.toBeInstanceOf(PublishError);
     await expect(publishing).rejects.toThrow(/NOT_FOUND - no exchange/);
     await app.publisher.publishNow(invoice('inv-5-next'));
-    expect((await broker.getAll(invoices)).map((m) => JSON.parse(m.content.toString()).invoiceId)).toEqual([
-      'inv-5-next',
-    ]);
+    expect((await broker.getAll(invoices)).map(invoiceIdOf)).toEqual(['inv-5-next']);
   });
 
   it('confirms a burst of 400 concurrent 60 KiB publishes exactly once each', async () => {
@@ -202,9 +200,7 @@ describe('publishing with confirms against the real broker', () => {
     const receipts = await Promise.all(ids.map((id) => app.publisher.publishNow(invoice(id, note))));
 
     expect(new Set(receipts.map((receipt) => receipt.messageId)).size).toBe(ids.length);
-    const stored = (await broker.getAll(invoices)).map(
-      (m) => JSON.parse(m.content.toString()).invoiceId as string,
-    );
+    const stored = (await broker.getAll(invoices)).map(invoiceIdOf);
     expect(stored.sort()).toEqual([...ids].sort());
   });
 });

@@ -63,9 +63,9 @@ export interface OutboxRowView {
 
 /** Every outbox row, in id order. */
 export async function outboxRows(dataSource: DataSource): Promise<OutboxRowView[]> {
-  const rows = (await dataSource.query(
+  const rows = await dataSource.query<OutboxRowView[]>(
     `SELECT id::int AS id, message_id AS "messageId", properties->>'type' AS type, status, ordering_key AS "orderingKey", ` +
       `attempts, last_error AS "lastError", convert_from(body, 'UTF8') AS body FROM rm_outbox ORDER BY id`,
-  )) as OutboxRowView[];
+  );
   return rows;
 }

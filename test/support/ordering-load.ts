@@ -20,20 +20,20 @@ export interface HandledStep {
 
 /** Every step handled by the consumer of `queue` (its partitions included), in the order they were written. */
 export async function handledSteps(dataSource: DataSource, queue: string): Promise<HandledStep[]> {
-  const rows = (await dataSource.query(
+  const rows = await dataSource.query<HandledStep[]>(
     `SELECT key, seq, instance, queue, redelivered, started_at::float8 AS "startedAt", finished_at::float8 AS "finishedAt" ` +
       `FROM fixture_handled WHERE queue = $1 OR starts_with(queue, $1 || '.p') ORDER BY id`,
     [queue],
-  )) as HandledStep[];
+  );
   return rows;
 }
 
 /** How many steps the consumer of `queue` has handled so far. */
 export async function handledCount(dataSource: DataSource, queue: string): Promise<number> {
-  const [row] = (await dataSource.query(
+  const [row] = await dataSource.query<Array<{ n: number }>>(
     `SELECT count(*)::int AS n FROM fixture_handled WHERE queue = $1 OR starts_with(queue, $1 || '.p')`,
     [queue],
-  )) as Array<{ n: number }>;
+  );
   return row.n;
 }
 

@@ -1,8 +1,9 @@
 // Tracing first: the SDK must patch HTTP before anything loads it.
 import './observability/tracing';
 import 'reflect-metadata';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Logger } from '@nestjs/common';
+import { Logger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
 import { APP_CONFIG, type AppConfig } from './config/app-config';
@@ -14,7 +15,10 @@ async function bootstrap(): Promise<void> {
   // abortOnError off: a failed start is reported below and exits with code 1 instead of aborting the process.
   // forceCloseConnections: on shutdown, keep-alive HTTP connections are closed too; under steady traffic they never
   // go idle, and the server would wait for them past any deadline (the fault matrix's SIGTERM fault found this).
-  const app = await NestFactory.create(AppModule, { abortOnError: false, forceCloseConnections: true });
+  const app = await NestFactory.create<INestApplication<Server>>(AppModule, {
+    abortOnError: false,
+    forceCloseConnections: true,
+  });
   // SIGTERM and SIGINT run the messaging module's shutdown: readiness fails, consumers drain, the relay
   // finishes its batch, then the connection closes and the process exits with code 0.
   app.enableShutdownHooks(['SIGTERM', 'SIGINT'], { useProcessExit: true });

@@ -31,8 +31,8 @@ export async function readDeadLetters(
           queue,
           messageId:
             typeof message.properties.messageId === 'string' ? message.properties.messageId : undefined,
-          reason: String(headers[DEAD_LETTER_HEADERS.reason] ?? 'unknown'),
-          errorMessage: String(headers[DEAD_LETTER_HEADERS.errorMessage] ?? ''),
+          reason: textHeader(headers, DEAD_LETTER_HEADERS.reason) ?? 'unknown',
+          errorMessage: textHeader(headers, DEAD_LETTER_HEADERS.errorMessage) ?? '',
         });
       }
     }
@@ -54,4 +54,11 @@ export async function countMessages(model: ChannelModel, queues: readonly string
   } finally {
     await channel.close().catch(() => undefined);
   }
+}
+
+/** A header the module writes as text; amqplib hands a long string back as a string, a byte array as a Buffer. */
+function textHeader(headers: Record<string, unknown>, name: string): string | undefined {
+  const value = headers[name];
+  if (typeof value === 'string') return value;
+  return Buffer.isBuffer(value) ? value.toString('utf8') : undefined;
 }

@@ -106,7 +106,7 @@ async function main(): Promise<number> {
   const steps = demoSteps(options);
   const appEnv: Record<string, string> = {
     ...DEMO_RETRY_ENV,
-    ...Object.assign({}, ...steps.map((step) => step.appEnv ?? {})),
+    ...(Object.assign({}, ...steps.map((step) => step.appEnv ?? {})) as Record<string, string>),
     DATABASE_URL: environment.databaseUrl,
     MESSAGING_NAMESPACE: environment.namespace,
   };

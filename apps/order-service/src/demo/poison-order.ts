@@ -14,7 +14,7 @@ export interface PlantedPoison {
   /** The message's `message_id`. */
   messageId: string;
   /** OrderPlaced's body for an order id: `body(orderId)` is the fixed message. */
-  body(orderId: string): Buffer;
+  body: (orderId: string) => Buffer;
 }
 
 /**

@@ -29,6 +29,7 @@ export function installFaultPoints(env: NodeJS.ProcessEnv): void {
   const logger = new Logger('FaultPoints');
   const ackDelayMs = Number(env[FAULT_ACK_DELAY_ENV] ?? 0);
   if (Number.isFinite(ackDelayMs) && ackDelayMs > 0) {
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- the patch calls the original with .call(this)
     const ack = InboundDelivery.prototype.ack;
     InboundDelivery.prototype.ack = function (this: InboundDelivery): boolean {
       if (this.isSettled) return false;
@@ -39,6 +40,7 @@ export function installFaultPoints(env: NodeJS.ProcessEnv): void {
   }
   let stopRelay = false;
   process.on(RELAY_STOP_SIGNAL, () => (stopRelay = true));
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- the patch calls the original with .call(this)
   const complete = OutboxStore.prototype.complete;
   OutboxStore.prototype.complete = async function (this: OutboxStore, runner, outcomes) {
     if (!stopRelay || !outcomes.some((o) => o.outcome === 'published')) {

@@ -2,7 +2,7 @@
 export const MAX_UNIT_PRICE = 1_000_000;
 
 /** True when `value` is a finite amount from 0 to `max` with at most two decimal places (whole cents). */
-export function isCurrencyAmount(value: unknown, max = MAX_UNIT_PRICE): value is number {
+export function isCurrencyAmount(value: unknown, max = MAX_UNIT_PRICE): boolean {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > max) return false;
   const cents = value * 100;
   // NOTE: 19.99 * 100 is 1998.9999999999998 in binary floating point; anything closer to a whole cent than

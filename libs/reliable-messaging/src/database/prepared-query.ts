@@ -20,7 +20,7 @@ export async function preparedQuery(
   const runner = manager.queryRunner;
   const client =
     runner && !runner.isReleased ? ((await runner.connect()) as PoolClient | undefined) : undefined;
-  if (!client || typeof client.query !== 'function') return (await manager.query(text, values)) as unknown[];
-  const result = await client.query({ name, text, values });
+  if (!client || typeof client.query !== 'function') return await manager.query<unknown[]>(text, values);
+  const result = await client.query<Record<string, unknown>>({ name, text, values });
   return result.rows;
 }

@@ -28,10 +28,10 @@ export class SchemaCheck implements OnModuleInit {
           'through forRootAsync({ inject: [DataSource] }), or await dataSource.initialize() first',
       );
     }
-    const rows = (await dataSource.query(`SELECT to_regclass($1) AS outbox, to_regclass($2) AS inbox`, [
-      OUTBOX_TABLE,
-      INBOX_TABLE,
-    ])) as Array<{ outbox: string | null; inbox: string | null }>;
+    const rows = await dataSource.query<Array<{ outbox: string | null; inbox: string | null }>>(
+      `SELECT to_regclass($1) AS outbox, to_regclass($2) AS inbox`,
+      [OUTBOX_TABLE, INBOX_TABLE],
+    );
     const missing = [
       rows[0]?.outbox ? undefined : OUTBOX_TABLE,
       rows[0]?.inbox ? undefined : INBOX_TABLE,

@@ -99,9 +99,9 @@ export class TransactionContext implements OnModuleInit {
     }
     let host: ClsTransactionHost;
     try {
-      host = this.moduleRef.get(transactional.TransactionHost, {
+      host = this.moduleRef.get<unknown, ClsTransactionHost>(transactional.TransactionHost, {
         strict: false,
-      }) as unknown as ClsTransactionHost;
+      });
     } catch {
       return;
     }

@@ -142,10 +142,10 @@ export class DeadLetterAudit {
   /** The latest records, newest first. */
   async recent(limit = 20): Promise<DeadLetterAuditRecord[]> {
     if (this.options.dataSource) {
-      const rows = (await this.options.dataSource.query(
+      const rows = await this.options.dataSource.query<Array<Record<string, unknown>>>(
         `SELECT * FROM "${DEAD_LETTER_AUDIT_TABLE}" ORDER BY "started_at" DESC, "id" DESC LIMIT $1`,
         [limit],
-      )) as Array<Record<string, unknown>>;
+      );
       return rows.map((row) => ({
         id: row.id as string,
         action: row.action as DeadLetterAuditAction,

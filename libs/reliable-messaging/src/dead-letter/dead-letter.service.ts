@@ -14,7 +14,8 @@ const MAX_STACK_LENGTH = 2000;
 const MAX_MESSAGE_LENGTH = 1000;
 
 /** Why a message was dead-lettered, when it isn't an InvalidMessageError's own reason. */
-export type DeadLetterReason = 'non-retryable' | 'attempts-exhausted' | 'redelivery-limit' | string;
+// `string & {}` keeps the named reasons visible to editors; a plain `string` would absorb them.
+export type DeadLetterReason = 'non-retryable' | 'attempts-exhausted' | 'redelivery-limit' | (string & {});
 
 /**
  * Moves a failed delivery to its queue's dead-letter queue: the same body and headers, plus headers that say

@@ -16,7 +16,7 @@ function delivery(properties: Partial<MessageProperties> = {}): ConsumeMessage {
       consumerTag: 'c',
     },
     properties: { headers: {}, ...properties } as MessageProperties,
-  } as ConsumeMessage;
+  };
 }
 
 function refusal(read: () => unknown): { reason: InvalidMessageReason; message: string } {

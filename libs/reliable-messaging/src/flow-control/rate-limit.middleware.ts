@@ -13,8 +13,11 @@ export interface RateLimit {
  * and count against the prefetch, so keep the prefetch small on a rate-limited consumer.
  */
 export function rateLimitMiddleware(rateLimit: RateLimit): MessageMiddleware {
-  const gate = pThrottle({ limit: rateLimit.limit, interval: rateLimit.periodMs, strict: true })(
-    () => undefined,
+  // NOTE: p-throttle's types give the throttled function the return type of the one it wraps, but it always
+  // returns a promise that settles when the call may run; wrapping a promise-returning function makes the
+  // types say so.
+  const gate = pThrottle({ limit: rateLimit.limit, interval: rateLimit.periodMs, strict: true })(() =>
+    Promise.resolve(),
   );
   return (next) => async (delivery) => {
     await gate();

@@ -28,11 +28,11 @@ export class InboxStore {
 
   /** Deletes up to `limit` rows handled longer than `retentionMs` ago; resolves with how many went. */
   async prune(retentionMs: number, limit: number): Promise<number> {
-    const [, count] = (await this.dataSource().query(
+    const [, count] = await this.dataSource().query<[unknown, number]>(
       `DELETE FROM "rm_inbox" WHERE ctid = ANY(ARRAY(SELECT ctid FROM "rm_inbox" ` +
         `WHERE "processed_at" < now() - $1 * interval '1 millisecond' LIMIT $2 FOR UPDATE SKIP LOCKED))`,
       [retentionMs, limit],
-    )) as [unknown, number];
+    );
     return count;
   }
 

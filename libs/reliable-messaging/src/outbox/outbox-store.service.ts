@@ -224,30 +224,32 @@ export class OutboxStore {
 
   /** Pending and parked counts and the oldest pending row's age. */
   async backlog(): Promise<OutboxBacklog> {
-    const [row] = (await this.dataSource().query(
+    const [row] = await this.dataSource().query<Array<{ pending: number; oldest: number; parked: number }>>(
       `SELECT p.pending, p.oldest, (SELECT count(*) FROM "rm_outbox" WHERE "status" = 'parked')::int AS parked ` +
         `FROM (SELECT count(*)::int AS pending, ` +
         `COALESCE(EXTRACT(EPOCH FROM now() - min("created_at")), 0)::float8 AS oldest ` +
         `FROM "rm_outbox" WHERE "status" = 'pending') p`,
-    )) as Array<{ pending: number; oldest: number; parked: number }>;
+    );
     return { pending: row.pending, oldestAgeSeconds: Math.max(0, row.oldest), parked: row.parked };
   }
 
   /** Parked rows, oldest first. */
   async parked(limit: number): Promise<ParkedRow[]> {
-    const rows = (await this.dataSource().query(
+    const rows = await this.dataSource().query<
+      Array<{
+        id: string;
+        message_id: string;
+        type: string | null;
+        exchange: string;
+        routing_key: string;
+        last_error: string | null;
+        parked_at: Date;
+      }>
+    >(
       `SELECT "id", "message_id", "properties"->>'type' AS type, "exchange", "routing_key", "last_error", "parked_at" ` +
         `FROM "rm_outbox" WHERE "status" = 'parked' ORDER BY "id" LIMIT $1`,
       [limit],
-    )) as Array<{
-      id: string;
-      message_id: string;
-      type: string | null;
-      exchange: string;
-      routing_key: string;
-      last_error: string | null;
-      parked_at: Date;
-    }>;
+    );
     return rows.map((row) => ({
       id: String(row.id),
       messageId: row.message_id,
@@ -261,22 +263,22 @@ export class OutboxStore {
 
   /** Puts parked rows back to pending (after the cause was fixed) and wakes the relays; resolves with how many moved. */
   async retryParked(ids: readonly string[]): Promise<number> {
-    const [, count] = (await this.dataSource().query(
+    const [, count] = await this.dataSource().query<[unknown, number]>(
       `UPDATE "rm_outbox" SET "status" = 'pending', "parked_at" = NULL, "available_at" = now() ` +
         `WHERE "status" = 'parked' AND "id" = ANY($1::bigint[])`,
       [ids],
-    )) as [unknown, number];
+    );
     if (count > 0) await this.dataSource().query(`SELECT pg_notify('${OUTBOX_CHANNEL}', '')`);
     return count;
   }
 
   /** Deletes up to `limit` published rows older than `retentionMs`; resolves with how many went. */
   async prunePublished(retentionMs: number, limit: number): Promise<number> {
-    const [, count] = (await this.dataSource().query(
+    const [, count] = await this.dataSource().query<[unknown, number]>(
       `DELETE FROM "rm_outbox" WHERE "id" IN (SELECT "id" FROM "rm_outbox" WHERE "status" = 'published' ` +
         `AND "published_at" < now() - $1 * interval '1 millisecond' ORDER BY "published_at" LIMIT $2 FOR UPDATE SKIP LOCKED)`,
       [retentionMs, limit],
-    )) as [unknown, number];
+    );
     return count;
   }
 

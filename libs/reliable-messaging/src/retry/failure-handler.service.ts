@@ -92,7 +92,8 @@ export class FailureHandler {
    */
   async returnToQueue(delivery: InboundDelivery, why: string): Promise<void> {
     if (delivery.isSettled) return;
-    const id = delivery.envelope?.messageId ?? delivery.raw.properties.messageId ?? '?';
+    const id =
+      delivery.envelope?.messageId ?? (delivery.raw.properties.messageId as string | undefined) ?? '?';
     if (isOrdered(delivery.consumer)) {
       this.logger.warn(`${delivery.consumer.name}: ${why}; message ${id} goes back to the head of its queue`);
       delivery.nack(true);

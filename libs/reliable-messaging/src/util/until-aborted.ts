@@ -21,7 +21,7 @@ export function untilAborted<T>(work: Promise<T>, signal: AbortSignal, onAbort: 
       },
       (error: unknown) => {
         signal.removeEventListener('abort', aborted);
-        reject(error as Error);
+        reject(error);
       },
     );
   });
