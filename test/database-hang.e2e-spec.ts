@@ -124,9 +124,9 @@ describe.each([
     await waitFor('every transfer booked', async () => (await count(db)) === TRANSFERS + 1, {
       timeoutMs: 30_000,
     });
-    const booked = (await db.dataSource.query('SELECT transfer_id FROM ledger')) as Array<{
-      transfer_id: string;
-    }>;
+    const booked = await db.dataSource.query<Array<{ transfer_id: string }>>(
+      'SELECT transfer_id FROM ledger',
+    );
     expect(booked.map((row) => row.transfer_id).sort()).toEqual(
       ['warm-up', ...Array.from({ length: TRANSFERS }, (_, i) => `t-${i}`)].sort(),
     );
@@ -136,6 +136,6 @@ describe.each([
 });
 
 async function count(db: MessagingDatabase): Promise<number> {
-  const [row] = (await db.dataSource.query('SELECT count(*)::int AS n FROM ledger')) as Array<{ n: number }>;
+  const [row] = await db.dataSource.query<Array<{ n: number }>>('SELECT count(*)::int AS n FROM ledger');
   return row.n;
 }
