@@ -73,7 +73,7 @@ function parseOptions(argv: string[]): FaultsOptions {
     )
     .option(
       '--settle-timeout <seconds>',
-      'how long orders may take to settle after a fault (default 300, 90 with --quick)',
+      'how long orders may take to settle after a fault (default 300, 90 with --quick, 1800 with --soak)',
       positiveInteger,
     )
     .option('--outage <seconds>', 'hold every outage this long instead (to iterate quickly)', positiveInteger)
@@ -104,7 +104,7 @@ async function main(): Promise<number> {
   const phases: CyclePhases = {
     warmUpMs: options.quick ? 2_000 : 5_000,
     afterMs: options.quick ? 1_000 : 5_000,
-    settleTimeoutMs: (options.settleTimeout ?? (options.quick ? 90 : 300)) * 1000,
+    settleTimeoutMs: (options.settleTimeout ?? (options.quick ? 90 : options.soak ? 1800 : 300)) * 1000,
   };
 
   const interrupted = new AbortController();
@@ -133,6 +133,8 @@ async function main(): Promise<number> {
     {
       ...MATRIX_APP_ENV,
       HANDLER_DEADLINE_MS: String(HANDLER_DEADLINE_MS),
+      // Twice the load, so the backlog an outage leaves drains afterwards; at the load's own rate it never would.
+      RECEIPT_RATE_LIMIT: String(rate * 2),
       DATABASE_URL: environment.databaseUrl,
       MESSAGING_NAMESPACE: environment.namespace,
       RECEIPT_URL: receipts.url,
