@@ -1,5 +1,6 @@
 #!/bin/sh
-# A throwaway 3-node RabbitMQ cluster beside the machine's default node, for the cluster failover spec.
+# A throwaway 3-node RabbitMQ cluster beside the machine's default node, for the cluster failover spec and fault 14
+# of the fault matrix.
 #
 #   scripts/rabbitmq-cluster.sh up [PID]   start the nodes (tearing down leftovers first) and join them; PID owns them
 #   scripts/rabbitmq-cluster.sh down       kill the nodes and remove their directory

@@ -5,7 +5,7 @@ import { Consume, MessageType, OutboxMonitor, type MessageContext } from '@app/r
 import { ConsumerConnection } from '@app/reliable-messaging';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
-import { RabbitCluster, type ClusterNode } from './support/rabbitmq-cluster';
+import { RabbitCluster, type ClusterNode } from '../apps/order-service/src/faults/rabbit-cluster';
 import { TestBroker } from './support/test-broker';
 import { sleep, waitFor } from './support/wait-for';
 

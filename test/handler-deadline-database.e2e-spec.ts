@@ -137,3 +137,74 @@ describe('handler deadline with the inbox: the abandoned attempt gives its trans
     expect(inbox.n).toBe(1);
   });
 });
+
+@MessageType({ type: 'billing.charge-due', idempotencyKey: (m: ChargeDue) => `charge:${m.id}` })
+class ChargeDue {
+  @IsString() id!: string;
+}
+
+const CHARGES = uniqueQueue('charges');
+
+/**
+ * Its first attempt runs a statement that ends just after the deadline, then writes at once, as a handler that
+ * ignores its signal does: after a plain ROLLBACK, the write would run on the same connection on its own.
+ */
+@Injectable()
+class ChargeHandler {
+  readonly runs: Array<{ attempt: number; lateWriteError?: string; returned: boolean }> = [];
+
+  @Consume({
+    queue: CHARGES,
+    queueType: 'classic',
+    concurrency: 1,
+    deadlineMs: 300,
+    retry: { maxAttempts: 2, initialDelayMs: 0, maxDelayMs: 0 },
+  })
+  async onCharge(event: ChargeDue, ctx: MessageContext): Promise<void> {
+    const run: (typeof this.runs)[number] = { attempt: ctx.attempt, returned: false };
+    this.runs.push(run);
+    if (ctx.attempt === 1) {
+      await ctx.manager!.query('SELECT pg_sleep(0.7)').catch(() => undefined);
+      try {
+        await ctx.manager!.query('INSERT INTO charges (id, attempt) VALUES ($1, 1)', [event.id]);
+      } catch (error) {
+        run.lateWriteError = (error as Error).message;
+      }
+    } else {
+      await ctx.manager!.query('INSERT INTO charges (id, attempt) VALUES ($1, $2)', [event.id, ctx.attempt]);
+    }
+    run.returned = true;
+  }
+}
+
+describe('handler deadline with the inbox: nothing the abandoned attempt sends afterwards commits', () => {
+  let db: MessagingDatabase;
+  let broker: TestBroker;
+  let app: MessagingTestApp;
+
+  beforeAll(async () => {
+    db = await createMessagingDatabase(['CREATE TABLE charges (id text NOT NULL, attempt int NOT NULL)']);
+    broker = await TestBroker.connect();
+    app = await MessagingTestApp.start(broker, {
+      providers: [ChargeHandler],
+      options: { dataSource: db.dataSource, outbox: { relay: false } },
+    });
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await broker?.deleteByPrefix();
+    await broker?.close();
+    await db?.drop();
+  });
+
+  it('charges once: a write the abandoned attempt sends after the deadline fails instead of committing', async () => {
+    const handler = app.get(ChargeHandler);
+    await app.publisher.publishNow(Object.assign(new ChargeDue(), { id: 'c-1' }));
+
+    await waitFor('the retry of the charge to return', () => handler.runs[1]?.returned === true);
+    expect(handler.runs.map((run) => run.attempt)).toEqual([1, 2]);
+    expect(await db.dataSource.query('SELECT id, attempt FROM charges')).toEqual([{ id: 'c-1', attempt: 2 }]);
+    expect(handler.runs[0].lateWriteError).toMatch(/released|terminat|not queryable|closed/i);
+  });
+});

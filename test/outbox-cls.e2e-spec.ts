@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ChildApp } from './support/child-app';
-import { createMessagingDatabase, outboxRows, type MessagingDatabase } from './support/messaging-database';
-import { TestBroker } from './support/test-broker';
+import { outboxRows, type MessagingDatabase } from './support/messaging-database';
+import { outboxSetup, type OutboxSetup } from './support/outbox-setup';
+import type { TestBroker } from './support/test-broker';
 
 /** The compiled fixture; `RM_TEST_DIST` points at another build output than `dist` (a private build). */
 const FIXTURE = `${process.env.RM_TEST_DIST ?? 'dist'}/test/fixtures/outbox-app.js`;
@@ -14,21 +15,16 @@ const FIXTURE = `${process.env.RM_TEST_DIST ?? 'dist'}/test/fixtures/outbox-app.
  * them; `@Publish()` alone; `publish()` outside any transaction.
  */
 describe('outbox with nestjs-cls transactions', () => {
+  let setup: OutboxSetup;
   let db: MessagingDatabase;
   let broker: TestBroker;
   let audit: string;
   let app: ChildApp;
 
   beforeAll(async () => {
-    db = await createMessagingDatabase(['CREATE TABLE orders (id text PRIMARY KEY)']);
-    broker = await TestBroker.connect();
-    const exchange = broker.name('events');
-    audit = broker.name('audit');
-    broker.track(`${exchange}.dead-letter`);
-    const channel = await broker.openChannel();
-    await channel.assertExchange(exchange, 'topic', { durable: true });
-    await channel.assertQueue(audit, { durable: false });
-    await channel.bindQueue(audit, exchange, '#');
+    setup = await outboxSetup({ tables: ['CREATE TABLE orders (id text PRIMARY KEY)'] });
+    ({ db, broker, audit } = setup);
+    const { exchange } = setup;
     app = ChildApp.start(FIXTURE, {
       env: {
         FIXTURE_ROLE: 'scenarios',
@@ -43,9 +39,7 @@ describe('outbox with nestjs-cls transactions', () => {
 
   afterAll(async () => {
     await ChildApp.killAll();
-    await broker?.deleteByPrefix();
-    await broker?.close();
-    await db?.drop();
+    await setup?.close();
   });
 
   it('commits each order with its OrderPlaced and relays it; a rolled-back order leaves neither', async () => {

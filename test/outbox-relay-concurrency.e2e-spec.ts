@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { OutboxMonitor } from '@app/reliable-messaging';
 import { ChildApp } from './support/child-app';
-import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
+import type { MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp } from './support/messaging-app';
-import { TestBroker } from './support/test-broker';
+import { outboxSetup, type OutboxSetup } from './support/outbox-setup';
+import type { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';
 
 /** The compiled fixture; `RM_TEST_DIST` points at another build output than `dist` (a private build). */
@@ -20,6 +21,7 @@ const keyOf = (n: number): string | undefined => (n % 5 === 0 ? undefined : `acc
  * key's messages must reach the queue in the order they were written.
  */
 describe('outbox: three relays at once', () => {
+  let setup: OutboxSetup;
   let db: MessagingDatabase;
   let broker: TestBroker;
   let writer: MessagingTestApp;
@@ -27,15 +29,8 @@ describe('outbox: three relays at once', () => {
   let audit: string;
 
   beforeAll(async () => {
-    db = await createMessagingDatabase();
-    broker = await TestBroker.connect();
-    exchange = broker.name('events');
-    audit = broker.name('audit');
-    broker.track(`${exchange}.dead-letter`);
-    const channel = await broker.openChannel();
-    await channel.assertExchange(exchange, 'topic', { durable: true });
-    await channel.assertQueue(audit, { durable: false });
-    await channel.bindQueue(audit, exchange, '#');
+    setup = await outboxSetup();
+    ({ db, broker, exchange, audit } = setup);
     writer = await MessagingTestApp.start(broker, {
       options: { exchange, dataSource: db.dataSource, outbox: { relay: false } },
     });
@@ -44,9 +39,7 @@ describe('outbox: three relays at once', () => {
   afterAll(async () => {
     await ChildApp.killAll();
     await writer?.close();
-    await broker?.deleteByPrefix();
-    await broker?.close();
-    await db?.drop();
+    await setup?.close();
   });
 
   it('publishes every row once, none claimed by two relays, each key in order', async () => {

@@ -2,14 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { IsString } from 'class-validator';
 import { MessageType, OutboxMonitor, OutboxRelay, type MessagePublisher } from '@app/reliable-messaging';
 import { OutboxPruner } from '@app/reliable-messaging/outbox/outbox-pruner.service';
-import {
-  createMessagingDatabase,
-  outboxRows,
-  type MessagingDatabase,
-  type OutboxRowView,
-} from './support/messaging-database';
+import { outboxRows, type MessagingDatabase, type OutboxRowView } from './support/messaging-database';
 import { MessagingTestApp } from './support/messaging-app';
-import { TestBroker } from './support/test-broker';
+import { outboxSetup, type OutboxSetup } from './support/outbox-setup';
+import type { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';
 
 @MessageType({ type: 'shop.order-placed', idempotencyKey: (m: OrderPlaced) => `order-placed:${m.orderId}` })
@@ -43,22 +39,16 @@ async function waitForRow(
 }
 
 describe('outbox relay: rows it cannot publish', () => {
+  let setup: OutboxSetup;
   let db: MessagingDatabase;
   let broker: TestBroker;
   let app: MessagingTestApp;
   let publisher: MessagePublisher;
   let exchange: string;
-  let audit: string;
 
   beforeAll(async () => {
-    db = await createMessagingDatabase();
-    broker = await TestBroker.connect();
-    exchange = broker.name('events');
-    audit = broker.name('audit');
-    const channel = await broker.openChannel();
-    await channel.assertExchange(exchange, 'topic', { durable: true });
-    await channel.assertQueue(audit, { durable: false });
-    await channel.bindQueue(audit, exchange, 'shop.#');
+    setup = await outboxSetup({ auditBinding: 'shop.#' });
+    ({ db, broker, exchange } = setup);
     app = await MessagingTestApp.start(broker, {
       options: {
         exchange,
@@ -72,9 +62,7 @@ describe('outbox relay: rows it cannot publish', () => {
 
   afterAll(async () => {
     await app?.close();
-    await broker?.deleteByPrefix();
-    await broker?.close();
-    await db?.drop();
+    await setup?.close();
   });
 
   it('parks an unroutable message with its reason, publishes the rest of its batch, and relays it once put back', async () => {
@@ -171,6 +159,7 @@ describe('outbox relay: rows it cannot publish', () => {
 });
 
 describe('outbox relay: backlog, a relay in another process, pruning', () => {
+  let setup: OutboxSetup;
   let db: MessagingDatabase;
   let broker: TestBroker;
   let writer: MessagingTestApp;
@@ -178,13 +167,8 @@ describe('outbox relay: backlog, a relay in another process, pruning', () => {
   let exchange: string;
 
   beforeAll(async () => {
-    db = await createMessagingDatabase();
-    broker = await TestBroker.connect();
-    exchange = broker.name('events');
-    const channel = await broker.openChannel();
-    await channel.assertExchange(exchange, 'topic', { durable: true });
-    await channel.assertQueue(broker.name('audit'), { durable: false });
-    await channel.bindQueue(broker.name('audit'), exchange, '#');
+    setup = await outboxSetup();
+    ({ db, broker, exchange } = setup);
     writer = await MessagingTestApp.start(broker, {
       options: { exchange, dataSource: db.dataSource, outbox: { relay: false } },
     });
@@ -193,9 +177,7 @@ describe('outbox relay: backlog, a relay in another process, pruning', () => {
   afterAll(async () => {
     await relay?.close();
     await writer?.close();
-    await broker?.deleteByPrefix();
-    await broker?.close();
-    await db?.drop();
+    await setup?.close();
   });
 
   it('reports the backlog while no relay runs, and a relay-only app drains it', async () => {
@@ -221,7 +203,7 @@ describe('outbox relay: backlog, a relay in another process, pruning', () => {
       'the relay-only app to drain the backlog',
       async () => (await writer.get(OutboxMonitor).backlog()).pending === 0,
     );
-    expect(await broker.waitForMessages(broker.name('audit'), 3)).toHaveLength(3);
+    expect(await broker.waitForMessages(setup.audit, 3)).toHaveLength(3);
   });
 
   it('prunes published rows past their retention and leaves pending ones', async () => {

@@ -9,9 +9,10 @@ import {
   NoTransactionError,
   PayloadTooLargeError,
 } from '@app/reliable-messaging';
-import { createMessagingDatabase, outboxRows, type MessagingDatabase } from './support/messaging-database';
+import { outboxRows, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp } from './support/messaging-app';
-import { TestBroker } from './support/test-broker';
+import { outboxSetup, type OutboxSetup } from './support/outbox-setup';
+import type { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';
 
 @MessageType({ type: 'shop.order-placed', idempotencyKey: (m: OrderPlaced) => `order-placed:${m.orderId}` })
@@ -42,6 +43,7 @@ const orderIdOf = (message: GetMessage): string =>
  * here was relayed because its commit woke the relay.
  */
 describe('outbox: a message commits or rolls back with its transaction', () => {
+  let setup: OutboxSetup;
   let db: MessagingDatabase;
   let broker: TestBroker;
   let app: MessagingTestApp;
@@ -67,14 +69,9 @@ describe('outbox: a message commits or rolls back with its transaction', () => {
   }
 
   beforeAll(async () => {
-    db = await createMessagingDatabase(['CREATE TABLE orders (id text PRIMARY KEY)']);
-    broker = await TestBroker.connect();
-    const exchange = broker.name('events');
-    audit = broker.name('audit');
-    const channel = await broker.openChannel();
-    await channel.assertExchange(exchange, 'topic', { durable: true });
-    await channel.assertQueue(audit, { durable: false });
-    await channel.bindQueue(audit, exchange, '#');
+    setup = await outboxSetup({ tables: ['CREATE TABLE orders (id text PRIMARY KEY)'] });
+    ({ db, broker, audit } = setup);
+    const { exchange } = setup;
     app = await MessagingTestApp.start(broker, {
       options: { exchange, dataSource: db.dataSource, outbox: { pollIntervalMs: 60_000 } },
     });
@@ -83,9 +80,7 @@ describe('outbox: a message commits or rolls back with its transaction', () => {
 
   afterAll(async () => {
     await app?.close();
-    await broker?.deleteByPrefix();
-    await broker?.close();
-    await db?.drop();
+    await setup?.close();
   });
 
   it('publishes the message of a committed transaction and never the one of a rolled-back transaction', async () => {
@@ -274,6 +269,7 @@ describe('outbox: a message commits or rolls back with its transaction', () => {
 });
 
 describe('outbox: a relay in another app', () => {
+  let setup: OutboxSetup;
   let db: MessagingDatabase;
   let broker: TestBroker;
   let writer: MessagingTestApp;
@@ -281,14 +277,9 @@ describe('outbox: a relay in another app', () => {
   let audit: string;
 
   beforeAll(async () => {
-    db = await createMessagingDatabase();
-    broker = await TestBroker.connect();
-    const exchange = broker.name('events');
-    audit = broker.name('audit');
-    const channel = await broker.openChannel();
-    await channel.assertExchange(exchange, 'topic', { durable: true });
-    await channel.assertQueue(audit, { durable: false });
-    await channel.bindQueue(audit, exchange, '#');
+    setup = await outboxSetup();
+    ({ db, broker, audit } = setup);
+    const { exchange } = setup;
     writer = await MessagingTestApp.start(broker, {
       options: { exchange, dataSource: db.dataSource, outbox: { relay: false } },
     });
@@ -305,9 +296,7 @@ describe('outbox: a relay in another app', () => {
   afterAll(async () => {
     await relay?.close();
     await writer?.close();
-    await broker?.deleteByPrefix();
-    await broker?.close();
-    await db?.drop();
+    await setup?.close();
   });
 
   it("is woken by the NOTIFY the writer sends after its commit, long before the relay's next poll", async () => {

@@ -12,7 +12,8 @@ const DEFAULT_PORTS: Record<string, number> = {
  * A TCP proxy on 127.0.0.1 in front of one server (the broker, PostgreSQL), so a fault test can break one app's
  * link to it without touching the server or other specs' clients. Point the app at {@link url}; {@link cut}
  * resets every open connection and refuses new ones (each is reset as it arrives, so clients fail at once with
- * ECONNRESET, as against a server that is down) until {@link restore}. {@link close} it in `afterAll`.
+ * ECONNRESET, as against a server that is down) until {@link restore}; {@link stall} instead leaves every
+ * connection open and silent, as a network that drops packets does. {@link close} it in `afterAll`.
  *
  * @example
  * const proxy = await TcpProxy.start(broker.url);
@@ -24,6 +25,9 @@ export class TcpProxy {
   private readonly pairs = new Set<{ client: Socket; server: Socket }>();
   private refusing = false;
   private refused = 0;
+  private stalling = false;
+  /** Connections that arrived while stalled: accepted, never answered. */
+  private readonly held = new Set<Socket>();
 
   private constructor(
     private readonly server: Server,
@@ -77,13 +81,37 @@ export class TcpProxy {
     for (const pair of [...this.pairs]) this.drop(pair);
   }
 
-  /** Lets connections through again; clients reconnect on their own. */
+  /**
+   * Stops every byte both ways on the open connections, and accepts new ones without ever answering them, until
+   * {@link restore}: clients wait on their sockets rather than fail, as behind a network that drops packets.
+   */
+  stall(): void {
+    this.stalling = true;
+    for (const { client, server } of this.pairs) {
+      client.unpipe(server);
+      server.unpipe(client);
+      client.pause();
+      server.pause();
+    }
+  }
+
+  /**
+   * Lets connections through again; clients reconnect on their own. After {@link stall}, the stalled
+   * connections are reset first, as a peer that lost their state would.
+   */
   restore(): void {
+    if (this.stalling) {
+      for (const pair of [...this.pairs]) this.drop(pair);
+      for (const client of this.held) client.resetAndDestroy();
+      this.held.clear();
+      this.stalling = false;
+    }
     this.refusing = false;
   }
 
   /** Resets every connection and stops listening. */
   async close(): Promise<void> {
+    this.restore();
     this.cut();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
@@ -93,6 +121,12 @@ export class TcpProxy {
     if (this.refusing) {
       this.refused++;
       client.resetAndDestroy();
+      return;
+    }
+    if (this.stalling) {
+      this.held.add(client);
+      client.pause();
+      client.on('close', () => this.held.delete(client));
       return;
     }
     const server = connect(port, host);

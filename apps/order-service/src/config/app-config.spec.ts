@@ -10,7 +10,7 @@ describe('loadAppConfig', () => {
       messaging: expect.objectContaining({ exchange: 'events' }),
       shutdownTimeoutMs: 25_000,
       handlerDeadlineMs: 30_000,
-      receipt: { latencyMs: 20, failureRate: 0 },
+      receipt: { latencyMs: 20, failureRate: 0, ratePerSecond: 50 },
       retry: { maxAttempts: 12, initialDelayMs: 1000, maxDelayMs: 120_000 },
     });
   });
@@ -26,6 +26,7 @@ describe('loadAppConfig', () => {
       RECEIPT_URL: 'http://127.0.0.1:4100/',
       RECEIPT_LATENCY_MS: '5',
       RECEIPT_FAILURE_RATE: '0.25',
+      RECEIPT_RATE_LIMIT: '200',
       RETRY_MAX_ATTEMPTS: '8',
       RETRY_INITIAL_DELAY_MS: '100',
       RETRY_MAX_DELAY_MS: '1000',
@@ -38,7 +39,7 @@ describe('loadAppConfig', () => {
       messaging: expect.objectContaining({ exchange: 'blue.events' }),
       shutdownTimeoutMs: 40_000,
       handlerDeadlineMs: 5000,
-      receipt: { url: 'http://127.0.0.1:4100', latencyMs: 5, failureRate: 0.25 },
+      receipt: { url: 'http://127.0.0.1:4100', latencyMs: 5, failureRate: 0.25, ratePerSecond: 200 },
       retry: { maxAttempts: 8, initialDelayMs: 100, maxDelayMs: 1000 },
     });
   });
@@ -47,6 +48,7 @@ describe('loadAppConfig', () => {
     ['PORT', 'http', "PORT must be an integer from 0 to 65535; got 'http'"],
     ['PORT', '70000', "PORT must be an integer from 0 to 65535; got '70000'"],
     ['RECEIPT_FAILURE_RATE', '5%', "RECEIPT_FAILURE_RATE must be a number from 0 to 1; got '5%'"],
+    ['RECEIPT_RATE_LIMIT', '0', "RECEIPT_RATE_LIMIT must be an integer from 1 to 100000; got '0'"],
     ['RETRY_MAX_ATTEMPTS', '0', "RETRY_MAX_ATTEMPTS must be an integer from 1 to 100; got '0'"],
     ['SHUTDOWN_TIMEOUT_MS', '0', "SHUTDOWN_TIMEOUT_MS must be an integer from 1 to 3600000; got '0'"],
     ['HANDLER_DEADLINE_MS', '10', "HANDLER_DEADLINE_MS must be an integer from 100 to 3600000; got '10'"],

@@ -31,6 +31,11 @@ export interface AppConfig {
     latencyMs: number;
     /** `RECEIPT_FAILURE_RATE` (the stand-in only): share of calls failing with a transient error, from 0 to 1. Default: 0. */
     failureRate: number;
+    /**
+     * `RECEIPT_RATE_LIMIT`: receipt calls a second at most, the receipt service's quota (the receipt consumer's
+     * rate limit, read once when the consumer loads). Default: 50.
+     */
+    ratePerSecond: number;
   };
   /** How the consumers retry a failed message (the module's `retry` option). */
   retry: {
@@ -53,6 +58,7 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;
 export const DEFAULT_HANDLER_DEADLINE_MS = 30_000;
 export const DEFAULT_RECEIPT_LATENCY_MS = 20;
 export const DEFAULT_RECEIPT_FAILURE_RATE = 0;
+export const DEFAULT_RECEIPT_RATE_LIMIT = 50;
 export const DEFAULT_RETRY_MAX_ATTEMPTS = 12;
 export const DEFAULT_RETRY_INITIAL_DELAY_MS = 1000;
 export const DEFAULT_RETRY_MAX_DELAY_MS = 120_000;
@@ -92,6 +98,7 @@ export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         max: 1,
         integer: false,
       }),
+      ratePerSecond: readReceiptRateLimit(env),
     },
     retry: {
       maxAttempts: readNumber(env, 'RETRY_MAX_ATTEMPTS', DEFAULT_RETRY_MAX_ATTEMPTS, {
@@ -133,6 +140,15 @@ function readNumber(
     );
   }
   return value;
+}
+
+/** `RECEIPT_RATE_LIMIT`, checked; for the receipt consumer's `@Consume()` options, fixed when its class loads. */
+export function readReceiptRateLimit(env: NodeJS.ProcessEnv): number {
+  return readNumber(env, 'RECEIPT_RATE_LIMIT', DEFAULT_RECEIPT_RATE_LIMIT, {
+    min: 1,
+    max: 100_000,
+    integer: true,
+  });
 }
 
 function readReceiptUrl(env: NodeJS.ProcessEnv): { url?: string } {

@@ -1,6 +1,6 @@
 import { countMessages, readDeadLetters } from '../demo/dead-letter-reader';
 import type { ExpectedDeadLetter } from '../demo/demo-ledger';
-import { pause, type Fault, type FaultContext } from './fault';
+import { pause, type EnteredStage, type Fault, type FaultContext } from './fault';
 import type { OrderLoad } from './order-load';
 
 /** One row of the fault table. */
@@ -30,6 +30,48 @@ export interface FaultRow {
   problems: string[];
   /** The fault could not be injected or restored: the row proves nothing. */
   error?: string;
+}
+
+/**
+ * Runs `fault`'s cycle, on its stage when it has one: entered first, left afterwards whatever happened. A stage
+ * that does not come up gives a row that says so.
+ */
+export async function runFault(
+  fault: Fault,
+  context: Omit<FaultContext, 'expectDeadLetter' | 'note' | 'fail'>,
+  load: OrderLoad,
+  phases: CyclePhases,
+): Promise<FaultRow> {
+  let stage: EnteredStage | undefined;
+  try {
+    stage = await fault.stage?.enter(context);
+  } catch (failure) {
+    if (context.signal.aborted) throw failure;
+    return unrunRow(fault, failure);
+  }
+  try {
+    return await runFaultCycle(fault, { ...context, broker: stage?.broker ?? context.broker }, load, phases);
+  } finally {
+    await stage?.leave();
+  }
+}
+
+/** The row of a fault that could not run at all (its stage did not come up): it proves nothing. */
+function unrunRow(fault: Fault, failure: unknown): FaultRow {
+  return {
+    fault: fault.name,
+    accepted: 0,
+    settled: 0,
+    paidTwice: 0,
+    receiptsTwice: 0,
+    lost: 0,
+    deadLettered: 0,
+    wrongDeadLetters: [],
+    repeatedReceiptCalls: 0,
+    notes: [],
+    problems: [],
+    error: failure instanceof Error ? failure.message : String(failure),
+  };
 }
 
 /** How long the phases of a cycle last. */

@@ -43,6 +43,28 @@ export interface Fault {
    * recover is measured.
    */
   inject(context: FaultContext): Promise<void>;
+  /**
+   * Where the fault's cycle runs when the machine's broker will not do (fault 14 needs a 3-node cluster). Absent,
+   * the cycle runs on the run's own app and broker.
+   */
+  readonly stage?: FaultStage;
+}
+
+/**
+ * A setting a fault's cycle runs in: entered before the cycle's load starts, left once its orders have settled
+ * (or failed to), even when the cycle threw.
+ */
+export interface FaultStage {
+  /** Builds the setting and moves the app onto it; resolves with what the cycle uses instead of the run's own. */
+  enter(context: Pick<FaultContext, 'app' | 'signal'>): Promise<EnteredStage>;
+}
+
+/** A stage the app runs on. */
+export interface EnteredStage {
+  /** The broker the cycle reads dead letters from. */
+  broker: HarnessBroker;
+  /** Moves the app back onto the run's broker and tears the setting down. */
+  leave(): Promise<void>;
 }
 
 /** Waits `ms`; rejects with the signal's reason when it aborts first. */

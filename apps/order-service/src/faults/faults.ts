@@ -9,7 +9,7 @@ import { HARNESS_APPLICATION_NAME } from './database.faults';
 import { FakeReceiptServer } from './fake-receipt-server';
 import type { Fault } from './fault';
 import { faultCatalog, FULL_DURATIONS, QUICK_DURATIONS, selectFaults, withOutage } from './fault-catalog';
-import { runFaultCycle, type CyclePhases, type FaultRow } from './fault-cycle';
+import { runFault, type CyclePhases, type FaultRow } from './fault-cycle';
 import { FAULT_POINTS_ENV } from './fault-points';
 import { faultTableProblems, formatFaultTable, formatFaultTableMarkdown } from './fault-table';
 import { HarnessBroker } from './harness-broker';
@@ -73,7 +73,7 @@ function parseOptions(argv: string[]): FaultsOptions {
     )
     .option(
       '--settle-timeout <seconds>',
-      'how long orders may take to settle after a fault (default 300, 90 with --quick)',
+      'how long orders may take to settle after a fault (default 300, 90 with --quick, 1800 with --soak)',
       positiveInteger,
     )
     .option('--outage <seconds>', 'hold every outage this long instead (to iterate quickly)', positiveInteger)
@@ -104,7 +104,7 @@ async function main(): Promise<number> {
   const phases: CyclePhases = {
     warmUpMs: options.quick ? 2_000 : 5_000,
     afterMs: options.quick ? 1_000 : 5_000,
-    settleTimeoutMs: (options.settleTimeout ?? (options.quick ? 90 : 300)) * 1000,
+    settleTimeoutMs: (options.settleTimeout ?? (options.quick ? 90 : options.soak ? 1800 : 300)) * 1000,
   };
 
   const interrupted = new AbortController();
@@ -133,6 +133,8 @@ async function main(): Promise<number> {
     {
       ...MATRIX_APP_ENV,
       HANDLER_DEADLINE_MS: String(HANDLER_DEADLINE_MS),
+      // Twice the load, so the backlog an outage leaves drains afterwards; at the load's own rate it never would.
+      RECEIPT_RATE_LIMIT: String(rate * 2),
       DATABASE_URL: environment.databaseUrl,
       MESSAGING_NAMESPACE: environment.namespace,
       RECEIPT_URL: receipts.url,
@@ -143,7 +145,14 @@ async function main(): Promise<number> {
   );
   const load = new OrderLoad(app.api, rate);
   if (options.soak) {
-    faults = [soakFault(faults, options.soakOrders, load)];
+    // Faults with a stage of their own (the cluster) cannot fire in the middle of another cycle.
+    faults = [
+      soakFault(
+        faults.filter((fault) => !fault.stage),
+        options.soakOrders,
+        load,
+      ),
+    ];
     phases.warmUpMs = 30_000;
   }
   const touchesMachine = faults.some((fault) => fault.machineWide);
@@ -157,7 +166,7 @@ async function main(): Promise<number> {
     console.log(`  app        HTTP on port ${app.port}\n`);
     for (const fault of faults) {
       console.log(`- ${fault.name}: ${fault.description}`);
-      const row = await runFaultCycle(
+      const row = await runFault(
         fault,
         {
           app,

@@ -15,6 +15,8 @@ export class ManagedApp {
   private expectingExit = false;
   private supervising = true;
   private restarting?: Promise<void>;
+  /** Variables every start adds until the next {@link moveTo}, e.g. another broker's `AMQP_URL`. */
+  private placement: Readonly<Record<string, string>> = {};
   /** Exits nobody asked for, e.g. `exit code 1 at 12:00:03`, with the app's last lines. */
   readonly unexpectedExits: string[] = [];
   /** How many times the app was started. */
@@ -39,7 +41,7 @@ export class ManagedApp {
   async start(extraEnv: Record<string, string> = {}): Promise<void> {
     const app = OrderServiceProcess.start(
       this.script,
-      { ...this.env, ...extraEnv, PORT: String(this.port) },
+      { ...this.env, ...this.placement, ...extraEnv, PORT: String(this.port) },
       this.verbose,
     );
     this.current = app;
@@ -59,6 +61,16 @@ export class ManagedApp {
       signal === 'SIGTERM' ? await app.stop(timeoutMs) : (app.kill(signal), await app.waitForExit());
     this.current = undefined;
     return exit;
+  }
+
+  /**
+   * Shuts the app down gracefully and starts it again with `placement` added to its environment, in this start and
+   * every later one (the supervisor's restarts included); `{}` moves it back.
+   */
+  async moveTo(placement: Record<string, string>): Promise<void> {
+    await this.kill('SIGTERM');
+    this.placement = placement;
+    await this.start();
   }
 
   /** Stops supervising and shuts the app down gracefully. */

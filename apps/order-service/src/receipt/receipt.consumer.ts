@@ -3,6 +3,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Consume, type MessageContext } from '@app/reliable-messaging';
 import { IsNull } from 'typeorm';
+import { readReceiptRateLimit } from '../config/app-config';
 import { QUEUES } from '../config/messaging-names';
 import { OrderPaid } from '../messages/order-paid.message';
 import { OrderNotFoundError } from '../orders/order-not-found.error';
@@ -15,6 +16,9 @@ import { ReceiptClient } from './receipt-client';
  * fails), the redelivered message calls again and the service answers with the receipt it already sent.
  * A transient failure of the service (ReceiptServiceUnavailableError) is thrown on, to be retried.
  */
+/** The receipt service's quota; read here, once, since `@Consume()` options are fixed when this class loads. */
+const RECEIPTS_PER_SECOND = readReceiptRateLimit(process.env);
+
 @Injectable()
 export class ReceiptConsumer {
   constructor(
@@ -22,7 +26,12 @@ export class ReceiptConsumer {
     private readonly receipts: ReceiptClient,
   ) {}
 
-  @Consume({ queue: QUEUES.receipt, concurrency: 10, prefetch: 10, rateLimit: { limit: 50, periodMs: 1000 } })
+  @Consume({
+    queue: QUEUES.receipt,
+    concurrency: 10,
+    prefetch: 10,
+    rateLimit: { limit: RECEIPTS_PER_SECOND, periodMs: 1000 },
+  })
   async onOrderPaid(event: OrderPaid, ctx: MessageContext): Promise<void> {
     const orders = this.txHost.tx.getRepository(Order);
     const order = await orders.findOneBy({ id: event.orderId });

@@ -93,12 +93,9 @@ export class DatabaseAvailability {
     const dataSource = this.options.dataSource;
     for (let attempt = 1; dataSource && !this.stopped.signal.aborted; attempt++) {
       await sleep(fullJitterDelay(attempt, PROBE_BASE_MS, PROBE_CAP_MS), this.stopped.signal);
-      try {
-        await dataSource.query('SELECT 1');
-        break;
-      } catch {
-        this.failedProbes++;
-      }
+      // NOTE: within the probe timeout, so a database that hangs rather than refuses counts as down too.
+      if (await this.answers()) break;
+      this.failedProbes++;
     }
     const outage = this.outage;
     if (!outage) return;

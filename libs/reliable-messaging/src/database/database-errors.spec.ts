@@ -70,6 +70,11 @@ describe('databaseOutageEvidence', () => {
       }),
       'network',
     ],
+    [
+      "node-postgres's query_timeout, which a hung link or a slow query causes",
+      new QueryFailedError('SELECT 1', [], new Error('Query read timeout')),
+      'network',
+    ],
     ['a business error', new Error('the order is already paid'), undefined],
   ])('%s: %s', (_case, error, evidence) => {
     expect(databaseOutageEvidence(error)).toBe(evidence);

@@ -8,6 +8,9 @@ const UNAVAILABLE_SQLSTATES = new Set(['53300', '57P01', '57P02', '57P03']);
 const CONNECTION_LOST =
   /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|Query runner already released|query runner was already released/i;
 
+/** node-postgres's `query_timeout` firing: the server did not answer in time, which a hung link also causes. */
+const READ_TIMEOUT = /^Query read timeout$/;
+
 const NETWORK_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -20,9 +23,9 @@ const NETWORK_CODES = new Set([
 /**
  * What `error` says of the database: `unavailable` when the server or its driver says it cannot serve
  * (connection lost or refused by the server, backend terminated, server shutting down or starting, too many
- * clients); `network` when only a socket error code says so, which may as well come from another service the
- * handler called; undefined when it says nothing of the kind (a serialization failure or a deadlock included:
- * another attempt may succeed, and it counts as one).
+ * clients); `network` when only a socket error code or the driver's read timeout says so, which may as well
+ * come from another service the handler called or a slow query; undefined when it says nothing of the kind (a
+ * serialization failure or a deadlock included: another attempt may succeed, and it counts as one).
  */
 export function databaseOutageEvidence(error: unknown): 'unavailable' | 'network' | undefined {
   let network = false;
@@ -33,6 +36,7 @@ export function databaseOutageEvidence(error: unknown): 'unavailable' | 'network
       return 'unavailable';
     }
     if (typeof code === 'string' && NETWORK_CODES.has(code)) network = true;
+    if (typeof message === 'string' && READ_TIMEOUT.test(message)) network = true;
     if (name === 'QueryRunnerAlreadyReleasedError' || name === 'QueryRunnerProviderAlreadyReleasedError')
       return 'unavailable';
     if (typeof message === 'string' && CONNECTION_LOST.test(message)) return 'unavailable';

@@ -1,6 +1,7 @@
 import type { ConsumerDefinition } from '../consuming/consumer-definition';
 import type { DatabaseAvailability } from '../database/database-availability.service';
 import { databaseOutageEvidence } from '../database/database-errors';
+import { HandlerDeadlineExceededError } from '../errors/handler-deadline-exceeded.error';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
 import type { MessageMiddleware } from '../pipeline/message-middleware';
 
@@ -25,6 +26,10 @@ export interface DatabasePauseDependencies {
  * shutting down, too many clients) waits for the database to answer and runs again as the same attempt. Neither
  * spends an attempt, and the delivery is never requeued, so the broker never flags it as redelivered.
  *
+ * A database that hangs instead of refusing shows as the driver's read timeout (`query_timeout`) or as the
+ * handler's deadline passing; either counts as an outage only when the database then fails to answer a probe.
+ * A run abandoned at its deadline is waited for before the same attempt runs again, so the two never overlap.
+ *
  * The wait ends early when the consumer drains (shutdown) or when the broker's consumer timeout comes near;
  * the delivery then goes back to its queue as a fresh copy (an ordered consumer's, in place). Outside the
  * deadline and the rate limit, so the wait counts against neither. Only for an app with a `dataSource`.
@@ -41,10 +46,7 @@ export function databasePauseStage(
    * meanwhile (the broker has it back, so running it here too would handle it twice).
    */
   const held = async (delivery: InboundDelivery): Promise<boolean> => {
-    const holdFor = delivery.holdUntil - Date.now();
-    const signal = Number.isFinite(holdFor)
-      ? AbortSignal.any([delivery.stopping, AbortSignal.timeout(Math.max(0, holdFor))])
-      : delivery.stopping;
+    const signal = holdSignal(delivery);
     await availability.whenAvailable(signal);
     if (delivery.isSettled) return false;
     if (!signal.aborted) return true;
@@ -57,6 +59,18 @@ export function databasePauseStage(
     return false;
   };
 
+  /** Waits for the run abandoned at its deadline to return; false when the hold ended first. */
+  const returnedInTime = async (delivery: InboundDelivery): Promise<boolean> => {
+    const signal = holdSignal(delivery);
+    if (signal.aborted) return false;
+    let release!: () => void;
+    const holdEnds = new Promise<void>((resolve) => (release = resolve));
+    signal.addEventListener('abort', release, { once: true });
+    await Promise.race([delivery.lingering, holdEnds]);
+    signal.removeEventListener('abort', release);
+    return !signal.aborted;
+  };
+
   return (next) => async (delivery) => {
     let unconfirmed = 0;
     for (;;) {
@@ -65,13 +79,18 @@ export function databasePauseStage(
         await next(delivery);
         return;
       } catch (error) {
-        const evidence = databaseOutageEvidence(error);
+        const evidence =
+          error instanceof HandlerDeadlineExceededError ? 'deadline' : databaseOutageEvidence(error);
         if (delivery.isSettled || evidence === undefined) throw error;
-        // A socket error alone may be another service's (an HTTP API the handler called): the database
-        // answering now says this failure is the message's to count, not an outage to wait out.
-        if (evidence === 'network' && availability.isAvailable && (await availability.answers())) throw error;
+        // A socket error or a deadline alone may be another service's doing (an HTTP API the handler called) or
+        // the handler's own: the database answering now says this failure is the message's to count.
+        if (evidence !== 'unavailable' && availability.isAvailable && (await availability.answers()))
+          throw error;
         const probesBefore = availability.probeFailures;
         availability.reportOutage(error);
+        // The abandoned run may still be waiting on the database: no rerun beside it, and no copy returned to
+        // the queue while it could still commit. A run that outlives the hold fails as an attempt after all.
+        if (delivery.lingering && !(await returnedInTime(delivery))) throw error;
         if (!(await held(delivery))) return;
         unconfirmed = availability.probeFailures === probesBefore ? unconfirmed + 1 : 0;
         if (unconfirmed > UNCONFIRMED_REPEATS) throw error;
@@ -79,4 +98,12 @@ export function databasePauseStage(
       }
     }
   };
+}
+
+/** Aborts when a hold must end: the consumer drains, or the broker's consumer timeout comes near. */
+function holdSignal(delivery: InboundDelivery): AbortSignal {
+  const holdFor = delivery.holdUntil - Date.now();
+  return Number.isFinite(holdFor)
+    ? AbortSignal.any([delivery.stopping, AbortSignal.timeout(Math.max(0, holdFor))])
+    : delivery.stopping;
 }

@@ -5,15 +5,12 @@ import type { ConsumerDefinition } from '../consuming/consumer-definition';
 import { ConfigurationError } from '../errors/configuration.error';
 import type { EntityManager } from 'typeorm';
 import type { MessageMiddleware } from '../pipeline/message-middleware';
-import { backendPid, terminateBackend } from '../database/backend-terminator';
+import { backendPid, endSession, terminateBackend } from '../database/backend-terminator';
 import { TransactionContext } from '../database/transaction-context.service';
 import { errorMessage } from '../util/error-text';
 import { untilAborted } from '../util/until-aborted';
 import { InboxStats } from './inbox-stats.service';
 import { InboxStore } from './inbox-store.service';
-
-/** How long an abandoned handler's transaction may take to roll back before its backend is terminated. */
-const ROLLBACK_GRACE_MS = 1_000;
 
 /**
  * The inbox stage of the reliability pipeline. For a consumer with `dedup` on, the handler runs inside a
@@ -24,10 +21,12 @@ const ROLLBACK_GRACE_MS = 1_000;
  * failing at commit, the database going away) rolls the transaction back and goes on up the pipeline, where the
  * database pause stage tells an outage from the message's fault.
  *
- * When the attempt is abandoned (its deadline passed, or shutdown passed its own), the transaction is rolled
- * back at once, without waiting for the handler; a statement still running holds the connection, so if the
- * rollback has not finished within a second the backend is terminated. The handler's later queries then fail,
- * and the database pool is never exhausted by handlers that ignore their signal.
+ * When the attempt is abandoned (its deadline passed, or shutdown passed its own), the transaction's session
+ * ends at once, without waiting for the handler: PostgreSQL rolls back a transaction whose session ended, and
+ * every statement the handler sends later fails. A plain ROLLBACK would not do: a statement the handler queued
+ * behind it would run on the same connection outside any transaction and commit on its own. Its backend is
+ * terminated too, and the stage returns once it is gone, so the retry never waits on the abandoned attempt's
+ * locks. The database pool is never exhausted by handlers that ignore their signal.
  */
 @Injectable()
 export class InboxStage {
@@ -67,7 +66,7 @@ export class InboxStage {
       const envelope = delivery.envelope;
       if (!envelope) throw new Error('the inbox stage runs after the envelope is decoded');
       let duplicate = false;
-      let ended = false;
+      let abandoning: Promise<void> | undefined;
       try {
         await this.transactions.runInNewTransaction(async (manager) => {
           if (!(await this.store.record(manager, scope, envelope))) {
@@ -78,13 +77,14 @@ export class InboxStage {
           // The deadline may have passed while the row was written: then the handler must not start at all.
           const abandoned = delivery.abort.signal;
           abandoned.throwIfAborted();
-          await untilAborted(next(delivery), abandoned, () =>
-            this.endIfStuck(delivery.consumer.name, manager, () => ended),
-          );
+          await untilAborted(next(delivery), abandoned, () => {
+            abandoning = this.abandon(delivery.consumer.name, manager);
+          });
         });
       } finally {
-        ended = true;
         delivery.manager = undefined;
+        // The retry must not meet the abandoned transaction's locks (its inbox row, its writes) on the server.
+        await abandoning;
       }
       if (duplicate) {
         this.logger.debug(
@@ -102,22 +102,18 @@ export class InboxStage {
   }
 
   /**
-   * Terminates the transaction's backend unless the transaction has ended within the grace period: a statement
-   * still running on the connection would hold the rollback behind it for as long as it runs.
+   * Ends the abandoned transaction's session, and its backend on the server, which would otherwise finish the
+   * statement it runs (holding its locks) before it noticed; resolves once the backend is gone. Never rejects.
    */
-  private endIfStuck(consumer: string, manager: EntityManager, ended: () => boolean): void {
+  private async abandon(consumer: string, manager: EntityManager): Promise<void> {
     const pid = backendPid(manager);
-    if (pid === undefined) return;
     const abandonedAt = new Date();
-    const timer = setTimeout(() => {
-      if (ended()) return;
-      this.logger.warn(
-        `${consumer}: the transaction of an abandoned handler did not roll back within ${ROLLBACK_GRACE_MS} ms; terminating its database backend`,
-      );
-      terminateBackend(manager, pid, abandonedAt).catch((error: unknown) =>
-        this.logger.error(`${consumer}: could not terminate backend ${pid}: ${errorMessage(error)}`),
-      );
-    }, ROLLBACK_GRACE_MS);
-    timer.unref();
+    endSession(manager);
+    if (pid === undefined) return;
+    await terminateBackend(manager, pid, abandonedAt).catch((error: unknown) =>
+      this.logger.error(
+        `${consumer}: could not end the database backend ${pid} of an abandoned handler: ${errorMessage(error)}`,
+      ),
+    );
   }
 }
