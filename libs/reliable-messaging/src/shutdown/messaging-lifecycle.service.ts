@@ -12,6 +12,7 @@ import type { ChannelModel } from 'amqplib';
 import { ConfirmPublisher } from '../amqp/confirm-publisher';
 import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { PublisherConnection } from '../amqp/publisher-connection.service';
+import { TopologyService } from '../amqp/topology.service';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { DatabaseAvailability } from '../database/database-availability.service';
 import { DelayTopology } from '../retry/delay-topology.service';
@@ -57,6 +58,7 @@ export class MessagingLifecycle
     private readonly publisherConnection: PublisherConnection,
     private readonly confirms: ConfirmPublisher,
     private readonly delayTopology: DelayTopology,
+    private readonly topology: TopologyService,
     private readonly registry: ConsumerRegistry,
     private readonly database: DatabaseAvailability,
   ) {}
@@ -136,10 +138,14 @@ export class MessagingLifecycle
     );
   }
 
-  /** Runs on every consumer connection: the delay levels and the consumers' queues, then the consumers. */
+  /**
+   * Runs on every consumer connection: the delay levels, then the consumers' topology (their queues, their
+   * retry binding, their ordering exchange), then the consumers.
+   */
   private async setUpConsuming(model: ChannelModel): Promise<void> {
-    await this.delayTopology.declareLevels(model);
-    await this.registry.declareTopology(model);
+    const consumers = this.registry.consumers;
+    await this.delayTopology.declareLevels(model, consumers);
+    await this.topology.declare(model, consumers);
     if (this.consuming) await this.registry.startAll(model);
   }
 
