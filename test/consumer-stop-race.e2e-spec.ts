@@ -5,6 +5,8 @@ import { ConsumerConnection } from '@app/reliable-messaging';
 import { TopologyService } from '@app/reliable-messaging/amqp/topology.service';
 import type { ConsumerDefinition } from '@app/reliable-messaging/consuming/consumer-definition';
 import { ConsumerRunner } from '@app/reliable-messaging/consuming/consumer-runner';
+import { OrderingTopology } from '@app/reliable-messaging/ordering/ordering-topology.service';
+import type { DelayTopology } from '@app/reliable-messaging/retry/delay-topology.service';
 import {
   resolveOptions,
   type ResolvedMessagingOptions,
@@ -110,7 +112,9 @@ describe('a consumer stopped while it (re)subscribes', () => {
     });
     broker.track(options.deadLetterExchange);
     connection = new ConsumerConnection(options);
-    topology = new HeldTopology(options);
+    // The spec declares no retry delay levels, so its queues skip the binding to their deliver exchange.
+    const noRetryBinding = { bindConsumer: async () => undefined } as unknown as DelayTopology;
+    topology = new HeldTopology(options, noRetryBinding, new OrderingTopology());
     await connection.start(async () => undefined);
   });
 

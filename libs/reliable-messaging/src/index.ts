@@ -54,7 +54,7 @@ export { ConsumerConnection } from './amqp/consumer-connection.service';
 export { PublisherConnection } from './amqp/publisher-connection.service';
 export { ConsumerRegistry } from './consuming/consumer-registry.service';
 export type { ConsumerStatus } from './consuming/consumer-runner';
-export { MessagingLifecycle } from './shutdown/messaging-lifecycle.service';
+export { MessagingLifecycle } from './lifecycle/messaging-lifecycle';
 export { MessagingHealth } from './health/messaging-health.service';
 export { MessagingMetrics } from './metrics/messaging-metrics.service';
 export type { RateLimit } from './flow-control/rate-limit.middleware';

@@ -24,7 +24,7 @@ import { DelayTopology } from './retry/delay-topology.service';
 import { DeadLetterAudit } from './dead-letter-admin/dead-letter-audit.service';
 import { DeadLetterMonitor } from './dead-letter/dead-letter-monitor.service';
 import { DeadLetterOperations } from './dead-letter-admin/dead-letter-operations.service';
-import { MessagingLifecycle } from './shutdown/messaging-lifecycle.service';
+import { MessagingLifecycle } from './lifecycle/messaging-lifecycle';
 import { OverdueHandlers } from './flow-control/overdue-handlers.service';
 import { MessagingMetrics } from './metrics/messaging-metrics.service';
 import { MetricsCollector } from './metrics/metrics-collector.service';

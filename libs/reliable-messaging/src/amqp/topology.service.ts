@@ -5,32 +5,29 @@ import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import type { ConsumerDefinition } from '../consuming/consumer-definition';
 import { TopologyMismatchError } from '../errors/topology-mismatch.error';
 import { deadLetterQueueArguments } from '../dead-letter/dead-letter-queue';
-
-/** Declares more topology for a consumer (for example retry queues); runs after the consumer's own queues. */
-export type TopologyContributor = (channel: Channel, consumer: ConsumerDefinition) => Promise<void>;
-
-const MISMATCH =
-  /inequivalent arg '([^']+)' for (queue|exchange) '([^']+)' in vhost '[^']*': received (?:the value )?'?([^']*?)'?(?: of type '[^']*')? but current is (?:the value )?'?([^']*?)'?(?: of type '[^']*')?$/;
+import { OrderingTopology } from '../ordering/ordering-topology.service';
+import { DelayTopology } from '../retry/delay-topology.service';
+import { withDeclarationChannel } from './declaration-channel';
 
 /**
  * Declares what the consumers need: the events exchange (topic), the dead-letter exchange (direct, keyed by
- * source queue), and for each consumer its durable queue, its dead-letter queue and their bindings. Run at
- * startup and after every reconnect. A queue that exists with other arguments fails with TopologyMismatchError.
+ * source queue), and for each consumer its durable queue, its dead-letter queue and their bindings, its binding
+ * to the retry deliver exchange (DelayTopology) and, when it orders by key, its consistent-hash exchange
+ * (OrderingTopology). Run at startup and after every reconnect, after the retry delay levels; a consumer whose
+ * subscription the server cancelled declares its own part again. A queue that exists with other arguments fails
+ * with TopologyMismatchError.
  */
 @Injectable()
 export class TopologyService {
-  private readonly contributors: TopologyContributor[] = [];
-
-  constructor(@Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions) {}
-
-  /** Adds a step run for every consumer after its queues are declared. */
-  addContributor(contributor: TopologyContributor): void {
-    this.contributors.push(contributor);
-  }
+  constructor(
+    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+    private readonly delays: DelayTopology,
+    private readonly ordering: OrderingTopology,
+  ) {}
 
   /** Declares the exchanges and every consumer's queues on a short-lived channel. */
   async declare(model: ChannelModel, consumers: readonly ConsumerDefinition[]): Promise<void> {
-    await this.withChannel(model, async (channel) => {
+    await withDeclarationChannel(model, async (channel) => {
       await this.declareExchanges(channel);
       for (const consumer of consumers) await this.declareConsumer(model, channel, consumer);
     });
@@ -38,7 +35,7 @@ export class TopologyService {
 
   /** Declares one consumer's queues again, for example after the server cancelled its subscription. */
   async declareOne(model: ChannelModel, consumer: ConsumerDefinition): Promise<void> {
-    await this.withChannel(model, async (channel) => {
+    await withDeclarationChannel(model, async (channel) => {
       await this.declareExchanges(channel);
       await this.declareConsumer(model, channel, consumer);
     });
@@ -87,7 +84,8 @@ export class TopologyService {
       });
     await channel.assertExchange(consumer.exchange, 'topic', { durable: true });
     for (const key of consumer.bindings) await channel.bindQueue(consumer.queue, consumer.exchange, key);
-    for (const contributor of this.contributors) await contributor(channel, consumer);
+    await this.delays.bindConsumer(channel, consumer);
+    await this.ordering.declare(model, channel, consumer);
   }
 
   /**
@@ -115,34 +113,4 @@ export class TopologyService {
       await probe.close().catch(() => undefined);
     }
   }
-
-  /** Runs declarations on a short-lived channel; a PRECONDITION_FAILED becomes a TopologyMismatchError. */
-  async withChannel(model: ChannelModel, work: (channel: Channel) => Promise<void>): Promise<void> {
-    const channel = await model.createChannel();
-    // NOTE: a failed declaration closes the channel with the reason; the 'error' event must be handled or
-    // amqplib rethrows it on the connection.
-    channel.on('error', () => undefined);
-    try {
-      await work(channel);
-    } catch (error) {
-      throw toTopologyError(error);
-    } finally {
-      await channel.close().catch(() => undefined);
-    }
-  }
-}
-
-/** Turns the broker's PRECONDITION_FAILED text into a TopologyMismatchError that says what to do. */
-export function toTopologyError(error: unknown): unknown {
-  const text = error instanceof Error ? error.message : String(error);
-  const match = MISMATCH.exec(text.replace(/"\s*$/, ''));
-  if (!match) return error;
-  const [, argument, kind, entity, received, current] = match;
-  return new TopologyMismatchError(
-    kind as 'queue' | 'exchange',
-    entity,
-    argument,
-    received || 'none',
-    current || 'none',
-  );
 }

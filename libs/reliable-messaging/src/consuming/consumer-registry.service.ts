@@ -51,11 +51,6 @@ export class ConsumerRegistry {
     return this.runners.map((runner) => runner.status);
   }
 
-  /** Declares topology for every consumer; run on each connection before `startAll`. */
-  async declareTopology(model: ChannelModel): Promise<void> {
-    await this.topology.declare(model, this.definitions);
-  }
-
   async startAll(model: ChannelModel): Promise<void> {
     for (const runner of this.runners) await runner.start(model);
   }

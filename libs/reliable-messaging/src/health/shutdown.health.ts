@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
-import { MessagingLifecycle } from '../shutdown/messaging-lifecycle.service';
+import { MessagingLifecycle } from '../lifecycle/messaging-lifecycle';
 
 /** Down from the moment shutdown begins, so readiness fails before consumers stop and the connection closes. */
 @Injectable()

@@ -1,10 +1,4 @@
-import {
-  Inject,
-  Injectable,
-  Logger,
-  type BeforeApplicationShutdown,
-  type OnApplicationBootstrap,
-} from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { BatchedPruner } from '../database/batched-pruner';
@@ -15,11 +9,12 @@ import { InboxStore } from './inbox-store.service';
 
 /**
  * Deletes inbox rows older than `inbox.retentionMs`, every `inbox.pruneIntervalMs`, in batches; runs in
- * processes with at least one deduplicating consumer. Warns at startup when the retention does not exceed
- * `inbox.replayWindowMs`, since a message arriving again after its row is gone would be handled twice.
+ * processes with at least one deduplicating consumer (MessagingLifecycle starts and stops it). Warns when it
+ * starts if the retention does not exceed `inbox.replayWindowMs`, since a message arriving again after its row
+ * is gone would be handled twice.
  */
 @Injectable()
-export class InboxPruner implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class InboxPruner {
   private readonly logger = new Logger('ReliableMessaging');
   private readonly pruner: BatchedPruner;
 
@@ -37,15 +32,23 @@ export class InboxPruner implements OnApplicationBootstrap, BeforeApplicationShu
     );
   }
 
-  onApplicationBootstrap(): void {
-    if (!this.options.dataSource) return;
-    if (!this.registry.consumers.some((consumer) => this.stage.isEnabledFor(consumer))) return;
+  /** True when this process has a DataSource and at least one consumer that deduplicates through the inbox. */
+  get enabled(): boolean {
+    return (
+      this.options.dataSource !== undefined &&
+      this.registry.consumers.some((consumer) => this.stage.isEnabledFor(consumer))
+    );
+  }
+
+  /** Starts pruning at every interval, the first one after a random part of it. */
+  start(): void {
     const warning = inboxRetentionWarning(this.options.inbox);
     if (warning) this.logger.warn(warning);
     this.pruner.start();
   }
 
-  async beforeApplicationShutdown(): Promise<void> {
+  /** Stops after the statement in progress. */
+  async stop(): Promise<void> {
     await this.pruner.stop();
   }
 

@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { Counter, Histogram, register, type Metric, type Registry } from 'prom-client';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
@@ -23,7 +23,7 @@ const CONFIRM_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
  * come from the code, message types from each consumer's declared types).
  */
 @Injectable()
-export class MessagingMetrics implements OnApplicationShutdown {
+export class MessagingMetrics {
   /** The registry the module's metrics are on. */
   readonly registry: Registry;
   /** Handler runs that succeeded and were acknowledged. */
@@ -122,8 +122,8 @@ export class MessagingMetrics implements OnApplicationShutdown {
     this.deduplicated.inc(this.labelsOf(delivery));
   }
 
-  /** Removes the module's metrics from the registry once the app has shut down (scrapes during the drain still see them). */
-  onApplicationShutdown(): void {
+  /** Removes the module's metrics from the registry; the last step of shutdown, so scrapes during the drain still see them. */
+  unregister(): void {
     for (const [name, metric] of this.owned) unregisterOwn(this.registry, name, metric);
   }
 

@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { isOrdered, type ConsumerDefinition } from '../consuming/consumer-definition';
@@ -10,11 +10,12 @@ import { FailureHandler } from '../retry/failure-handler.service';
 import { orderedRetryMiddleware } from './ordered-retry.middleware';
 
 /**
- * Builds the in-place retry stage of each ordered consumer and stops its waits when the app shuts down, so a
- * retry backoff never holds up a graceful shutdown: the delivery goes back to the head of its queue instead.
+ * Builds the in-place retry stage of each ordered consumer and stops its waits when shutdown begins
+ * (MessagingLifecycle calls `stopWaiting`), so a retry backoff never holds up a graceful shutdown: the delivery
+ * goes back to the head of its queue instead.
  */
 @Injectable()
-export class OrderedRetry implements OnModuleDestroy {
+export class OrderedRetry {
   private readonly stopping = new AbortController();
 
   constructor(
@@ -42,8 +43,8 @@ export class OrderedRetry implements OnModuleDestroy {
     ];
   }
 
-  /** Nest's first shutdown hook: waits between attempts end from here. */
-  onModuleDestroy(): void {
+  /** Ends every wait between in-place attempts, now and from now on. */
+  stopWaiting(): void {
     this.stopping.abort();
   }
 }

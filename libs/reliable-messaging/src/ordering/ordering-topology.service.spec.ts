@@ -1,8 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from '@jest/globals';
-import type { Channel } from 'amqplib';
-import type { ConsumerConnection } from '../amqp/consumer-connection.service';
-import type { TopologyContributor, TopologyService } from '../amqp/topology.service';
+import type { Channel, ChannelModel } from 'amqplib';
 import type { ConsumerDefinition } from '../consuming/consumer-definition';
 import { ConsistentHashExchangeMissingError } from '../errors/consistent-hash-exchange-missing.error';
 import { OrderingTopology } from './ordering-topology.service';
@@ -29,29 +27,26 @@ const partition = {
  * The broker closes the whole connection on an unknown exchange type, and the declaration itself only rejects
  * with "Channel ended": the spec replays that sequence to check the error a user gets.
  */
-function contributorWith(assertExchange: (model: EventEmitter) => Promise<unknown>): TopologyContributor {
+function declarationWith(
+  assertExchange: (model: EventEmitter) => Promise<unknown>,
+): (consumer: ConsumerDefinition) => Promise<void> {
   const model = new EventEmitter();
   model.on('error', () => undefined);
-  let contributor: TopologyContributor | undefined;
-  const topology = {
-    addContributor: (c: TopologyContributor) => (contributor = c),
-  } as unknown as TopologyService;
-  new OrderingTopology({ model } as unknown as ConsumerConnection, topology);
   const channel = {
     assertExchange: () => assertExchange(model),
     bindQueue: async () => ({}),
   } as unknown as Channel;
-  return (_channel, consumer) => (contributor as TopologyContributor)(channel, consumer);
+  return (consumer) => new OrderingTopology().declare(model as unknown as ChannelModel, channel, consumer);
 }
 
 describe('OrderingTopology', () => {
   it('turns the connection closed for an unknown exchange type into an error that says how to enable the plugin', async () => {
-    const contribute = contributorWith(async (model) => {
+    const declare = declarationWith(async (model) => {
       model.emit('error', new Error(UNKNOWN_TYPE));
       throw new Error('Channel ended, no reply will be forthcoming');
     });
 
-    const failure = contribute({} as Channel, partition);
+    const failure = declare(partition);
 
     await expect(failure).rejects.toThrow(ConsistentHashExchangeMissingError);
     await expect(failure).rejects.toThrow(
@@ -61,20 +56,18 @@ describe('OrderingTopology', () => {
 
   it('passes any other declaration failure on unchanged', async () => {
     const refused = new Error("PRECONDITION_FAILED - inequivalent arg 'type' for exchange 'tracking'");
-    const contribute = contributorWith(async () => {
+    const declare = declarationWith(async () => {
       throw refused;
     });
 
-    await expect(contribute({} as Channel, partition)).rejects.toBe(refused);
+    await expect(declare(partition)).rejects.toBe(refused);
   });
 
   it('declares nothing for a consumer that does not order by key', async () => {
-    const contribute = contributorWith(async () => {
+    const declare = declarationWith(async () => {
       throw new Error('must not be called');
     });
 
-    await expect(
-      contribute({} as Channel, { ...partition, ordering: { mode: 'queue' } }),
-    ).resolves.toBeUndefined();
+    await expect(declare({ ...partition, ordering: { mode: 'queue' } })).resolves.toBeUndefined();
   });
 });

@@ -1,7 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import type { Channel, ChannelModel } from 'amqplib';
-import { ConsumerConnection } from '../amqp/consumer-connection.service';
-import { TopologyService } from '../amqp/topology.service';
 import type { ConsumerDefinition } from '../consuming/consumer-definition';
 import { ConfigurationError } from '../errors/configuration.error';
 import { ConsistentHashExchangeMissingError } from '../errors/consistent-hash-exchange-missing.error';
@@ -23,6 +21,7 @@ const PARTITION_WEIGHT = '1';
  * `<queue>` (hashing on the `rm-ordering-key` header), each partition bound to it with an equal weight, and,
  * once the last partition is bound, the exchange bound to the events exchange with the consumer's routing keys.
  * Routing starts only when the ring is complete, so no key is routed to a partition it will later leave.
+ * TopologyService calls it for each consumer, after the consumer's queues.
  *
  * A broker without the plugin fails startup with ConsistentHashExchangeMissingError; a broker that has more
  * partitions than the consumer declares (the count was lowered) fails it with a ConfigurationError, because
@@ -30,38 +29,32 @@ const PARTITION_WEIGHT = '1';
  */
 @Injectable()
 export class OrderingTopology {
-  constructor(
-    private readonly connection: ConsumerConnection,
-    topology: TopologyService,
-  ) {
-    topology.addContributor((channel, consumer) => this.declare(channel, consumer));
-  }
-
-  private async declare(channel: Channel, consumer: ConsumerDefinition): Promise<void> {
+  /** Declares what `consumer` needs when it orders by key, on `channel` of the consumer connection `model`. */
+  async declare(model: ChannelModel, channel: Channel, consumer: ConsumerDefinition): Promise<void> {
     const ordering = consumer.ordering;
     if (ordering?.mode !== 'key') return;
-    await this.declareHashExchange(channel, consumer, ordering);
+    await this.declareHashExchange(model, channel, consumer, ordering);
     await channel.bindQueue(consumer.queue, ordering.hashExchange, PARTITION_WEIGHT);
     if (ordering.partition !== ordering.partitions - 1) return;
-    await this.refuseExtraPartitions(consumer, ordering);
+    await this.refuseExtraPartitions(model, consumer, ordering);
     for (const key of ordering.sourceBindings) {
       await channel.bindExchange(ordering.hashExchange, consumer.exchange, key);
     }
   }
 
   private async declareHashExchange(
+    model: ChannelModel,
     channel: Channel,
     consumer: ConsumerDefinition,
     ordering: KeyOrdering,
   ): Promise<void> {
     // NOTE: an unknown exchange type is a connection-level error (503 COMMAND_INVALID): the broker closes the
     // whole connection and the declaration only rejects with "Channel ended". The reason comes on the connection.
-    const model = this.connection.model;
     let connectionError: Error | undefined;
     const capture = (error: Error): void => {
       connectionError = error;
     };
-    model?.on('error', capture);
+    model.on('error', capture);
     try {
       await channel.assertExchange(ordering.hashExchange, CONSISTENT_HASH_EXCHANGE_TYPE, {
         durable: true,
@@ -75,14 +68,16 @@ export class OrderingTopology {
       }
       throw error;
     } finally {
-      model?.off('error', capture);
+      model.off('error', capture);
     }
   }
 
   /** Fails when partition N exists: the consumer used to have more partitions than it declares now. */
-  private async refuseExtraPartitions(consumer: ConsumerDefinition, ordering: KeyOrdering): Promise<void> {
-    const model = this.connection.model;
-    if (!model) return;
+  private async refuseExtraPartitions(
+    model: ChannelModel,
+    consumer: ConsumerDefinition,
+    ordering: KeyOrdering,
+  ): Promise<void> {
     const extra = partitionQueueName(ordering.baseQueue, ordering.partitions);
     if (!(await queueExists(model, extra))) return;
     throw new ConfigurationError(

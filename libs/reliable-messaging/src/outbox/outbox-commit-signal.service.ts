@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { DataSource, EntityManager, EntitySubscriberInterface, QueryRunner } from 'typeorm';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
@@ -15,12 +15,12 @@ const NOTIFY_INTERVAL_MS = 10;
 
 /**
  * Wakes the relay right after a transaction that wrote outbox rows commits, through TypeORM's
- * `afterTransactionCommit` event on the module's DataSource. When this process relays, the relay is woken in
- * process. When it doesn't (`outbox.relay: false`, the relay runs elsewhere), a NOTIFY is sent after the
- * commit, and relay processes LISTENing hear it. NOTIFYs are coalesced (one in flight, at most one per
- * NOTIFY_INTERVAL_MS, so a busy writer sends about a hundred a second rather than one per commit) and committed
- * asynchronously (`synchronous_commit` off for that statement alone: a lost notification only delays rows to
- * the relays' next poll), so they cost the database little.
+ * `afterTransactionCommit` event on the module's DataSource, from `start()` to `stop()` (MessagingLifecycle calls
+ * both). When this process relays, the relay is woken in process. When it doesn't (`outbox.relay: false`, the relay
+ * runs elsewhere), a NOTIFY is sent after the commit, and relay processes LISTENing hear it. NOTIFYs are coalesced
+ * (one in flight, at most one per NOTIFY_INTERVAL_MS, so a busy writer sends about a hundred a second rather than
+ * one per commit) and committed asynchronously (`synchronous_commit` off for that statement alone: a lost
+ * notification only delays rows to the relays' next poll), so they cost the database little.
  *
  * NOTE: the NOTIFY is deliberately not sent inside the writing transaction, though PostgreSQL would deliver it
  * only on commit: a transaction that has NOTIFYed holds a database-wide lock from its commit until the commit
@@ -28,7 +28,7 @@ const NOTIFY_INTERVAL_MS = 10;
  * the app at about 1000 transactions/s whatever their size (see docs/benchmarks.md).
  */
 @Injectable()
-export class OutboxCommitSignal implements OnModuleInit, OnApplicationShutdown {
+export class OutboxCommitSignal {
   private readonly logger = new Logger('ReliableMessaging');
   private readonly writers = new WeakSet<QueryRunner>();
   private readonly subscriber: EntitySubscriberInterface = {
@@ -45,11 +45,14 @@ export class OutboxCommitSignal implements OnModuleInit, OnApplicationShutdown {
     private readonly relay: OutboxRelay,
   ) {}
 
-  onModuleInit(): void {
-    this.options.dataSource?.subscribers.push(this.subscriber);
+  /** Subscribes to the DataSource's transaction events. */
+  start(): void {
+    const subscribers = this.options.dataSource?.subscribers;
+    if (subscribers && !subscribers.includes(this.subscriber)) subscribers.push(this.subscriber);
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Unsubscribes, then waits for the NOTIFY in flight, if any. */
+  async stop(): Promise<void> {
     const subscribers = this.options.dataSource?.subscribers;
     const index = subscribers?.indexOf(this.subscriber) ?? -1;
     if (subscribers && index >= 0) subscribers.splice(index, 1);

@@ -1,10 +1,4 @@
-import {
-  Inject,
-  Injectable,
-  Logger,
-  type BeforeApplicationShutdown,
-  type OnApplicationBootstrap,
-} from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { BatchedPruner } from '../database/batched-pruner';
@@ -12,10 +6,11 @@ import { OutboxStore } from './outbox-store.service';
 
 /**
  * Deletes published outbox rows once they are older than `outbox.retentionMs`, every `outbox.pruneIntervalMs`,
- * in batches. Runs where the relay runs; pending and parked rows are never touched.
+ * in batches. Runs where the relay runs (MessagingLifecycle starts and stops it); pending and parked rows are
+ * never touched.
  */
 @Injectable()
-export class OutboxPruner implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class OutboxPruner {
   private readonly logger = new Logger('ReliableMessaging');
   private readonly pruner: BatchedPruner;
 
@@ -31,11 +26,13 @@ export class OutboxPruner implements OnApplicationBootstrap, BeforeApplicationSh
     );
   }
 
-  onApplicationBootstrap(): void {
-    if (this.options.dataSource && this.options.outbox.relay) this.pruner.start();
+  /** Starts pruning at every interval, the first one after a random part of it. */
+  start(): void {
+    this.pruner.start();
   }
 
-  async beforeApplicationShutdown(): Promise<void> {
+  /** Stops after the statement in progress. */
+  async stop(): Promise<void> {
     await this.pruner.stop();
   }
 

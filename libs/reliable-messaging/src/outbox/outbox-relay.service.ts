@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
@@ -7,7 +7,6 @@ import { ConfirmPublisher } from '../amqp/confirm-publisher';
 import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { PublisherConnection } from '../amqp/publisher-connection.service';
 import { UnroutableMessageError } from '../errors/publish.error';
-import { MessagingLifecycle } from '../shutdown/messaging-lifecycle.service';
 import { fullJitterDelay, sleep } from '../util/backoff';
 import { errorMessage } from '../util/error-text';
 import { OutboxListener } from './outbox-listener';
@@ -39,11 +38,11 @@ type PublishResult = RelayOutcome | { id: string; outcome: 'released' };
  * rows wakes it at once: in process (OutboxCommitSignal), or by a NOTIFY from a process that doesn't relay,
  * which it LISTENs for; polling every `outbox.pollIntervalMs` is the fallback. Failed
  * publishes are retried with backoff; unroutable, oversized and exchange-less rows are parked with their
- * reason. Runs in every process with `outbox.relay` on (several relays share the work safely) and stops, after
- * its in-flight batch, as a step of graceful shutdown.
+ * reason. Runs in every process with `outbox.relay` on (several relays share the work safely); MessagingLifecycle
+ * starts it and, after the consumers have drained, stops it once its in-flight batch is done.
  */
 @Injectable()
-export class OutboxRelay implements OnApplicationBootstrap {
+export class OutboxRelay {
   private readonly logger = new Logger('ReliableMessaging');
   private readonly stopping = new AbortController();
   private readonly totals: OutboxRelayStats = { published: 0, failed: 0, parked: 0, batches: 0 };
@@ -60,7 +59,6 @@ export class OutboxRelay implements OnApplicationBootstrap {
     private readonly confirms: ConfirmPublisher,
     private readonly consumerConnection: ConsumerConnection,
     private readonly publisherConnection: PublisherConnection,
-    private readonly lifecycle: MessagingLifecycle,
   ) {}
 
   /** True when this process relays: a DataSource is configured and `outbox.relay` is on. */
@@ -73,21 +71,18 @@ export class OutboxRelay implements OnApplicationBootstrap {
     return { ...this.totals };
   }
 
-  onApplicationBootstrap(): void {
+  /**
+   * Starts listening for commits and `outbox.concurrency` workers; does nothing unless `enabled`. Call it once the
+   * topology is declared, so the first rows published find their exchange. The workers wait while the publisher
+   * connection is down or blocked.
+   */
+  start(): void {
     const dataSource = this.options.dataSource;
-    if (!dataSource || !this.options.outbox.relay) return;
-    this.lifecycle.addShutdownStep({ name: 'outbox relay', run: (deadline) => this.stop(deadline) });
-    // The relay starts once the consumer connection is up with the topology declared, so the first rows it
-    // publishes find their exchange; it waits while the publisher connection is down or blocked.
-    const start = (): void => {
-      if (this.loop || this.stopping.signal.aborted) return;
-      this.listener = new OutboxListener(dataSource, () => this.wake(), this.logger);
-      this.listener.start();
-      const workers = Array.from({ length: this.options.outbox.concurrency }, () => this.work(dataSource));
-      this.loop = Promise.all(workers).then(() => undefined);
-    };
-    if (this.consumerConnection.isConnected) start();
-    else this.consumerConnection.once('connected', start);
+    if (!dataSource || !this.enabled || this.loop || this.stopping.signal.aborted) return;
+    this.listener = new OutboxListener(dataSource, () => this.wake(), this.logger);
+    this.listener.start();
+    const workers = Array.from({ length: this.options.outbox.concurrency }, () => this.work(dataSource));
+    this.loop = Promise.all(workers).then(() => undefined);
   }
 
   /** Makes the relay look for rows now instead of at its next poll: an idle round starts, or a busy one goes again. */
@@ -98,12 +93,11 @@ export class OutboxRelay implements OnApplicationBootstrap {
   /** Stops claiming, lets the in-flight batch finish its confirms and marks (up to `deadline`), stops listening. */
   async stop(deadline: number): Promise<void> {
     this.stopping.abort();
+    if (!this.loop) return;
     for (const resume of [...this.idleWorkers]) resume();
-    if (this.loop) {
-      const timeout = new AbortController();
-      await Promise.race([this.loop, sleep(Math.max(0, deadline - Date.now()), timeout.signal)]);
-      timeout.abort();
-    }
+    const timeout = new AbortController();
+    await Promise.race([this.loop, sleep(Math.max(0, deadline - Date.now()), timeout.signal)]);
+    timeout.abort();
     await this.listener?.stop();
     const { published, parked } = this.totals;
     this.logger.log(`outbox relay stopped: ${published} message(s) published, ${parked} parked since start`);

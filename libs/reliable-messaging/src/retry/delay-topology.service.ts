@@ -3,8 +3,7 @@ import type { Channel, ChannelModel } from 'amqplib';
 import { HEADERS } from '../reliable-messaging.constants';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
-import { TopologyService } from '../amqp/topology.service';
-import { ConsumerRegistry } from '../consuming/consumer-registry.service';
+import { withDeclarationChannel } from '../amqp/declaration-channel';
 import type { ConsumerDefinition } from '../consuming/consumer-definition';
 import {
   DELAY_RESOLUTION_MS,
@@ -17,23 +16,19 @@ import {
 import { FailureHandler } from './failure-handler.service';
 
 /**
- * Declares the retry delay levels (see delay-levels.ts) on every consumer connection, before the consumers' topology,
- * and binds each consumer's queue to the deliver exchange on its own name (`rm-retry-queue` header), so a
- * delayed message comes back to the queue it failed in and to no other. The levels are shared by every
- * consumer of the module's exchange. A process declares only the levels its consumers' longest delay needs
- * (10 queues for the default 60 s cap, 20 at most), since every level is a queue the broker keeps; a process
- * without consumers declares none.
+ * Declares the retry delay levels (see delay-levels.ts) on every consumer connection, before the consumers'
+ * topology (MessagingLifecycle calls it), and binds each consumer's queue to the deliver exchange on its own name
+ * (`rm-retry-queue` header; TopologyService calls it for each consumer), so a delayed message comes back to the
+ * queue it failed in and to no other. The levels are shared by every consumer of the module's exchange. A process
+ * declares only the levels its consumers' longest delay needs (10 queues for the default 60 s cap, 20 at most),
+ * since every level is a queue the broker keeps; a process without consumers declares none.
  */
 @Injectable()
 export class DelayTopology {
   constructor(
-    private readonly topology: TopologyService,
-    private readonly registry: ConsumerRegistry,
     private readonly failures: FailureHandler,
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
-  ) {
-    topology.addContributor((channel, consumer) => this.bindConsumer(channel, consumer));
-  }
+  ) {}
 
   /** The arguments of level `level`'s queue. */
   levelArguments(level: number): Record<string, unknown> {
@@ -53,21 +48,21 @@ export class DelayTopology {
     return args;
   }
 
-  /** How many levels this process needs: enough for its longest retry delay plus a redelivery checkpoint's step. */
-  levelCount(): number {
+  /** How many levels `consumers` need: enough for their longest retry delay plus a redelivery checkpoint's step. */
+  levelCount(consumers: readonly ConsumerDefinition[]): number {
     const longest = Math.max(
       0,
-      ...this.registry.consumers.map((consumer) => this.failures.policyFor(consumer).options.maxDelayMs),
+      ...consumers.map((consumer) => this.failures.policyFor(consumer).options.maxDelayMs),
     );
     return levelsFor(longest + DELAY_RESOLUTION_MS);
   }
 
-  /** Declares the levels and the deliver exchange; run before the consumers' topology, which binds to it. */
-  async declareLevels(model: ChannelModel): Promise<void> {
-    if (this.registry.consumers.length === 0) return;
+  /** Declares the levels `consumers` need and the deliver exchange; run before their topology, which binds to it. */
+  async declareLevels(model: ChannelModel, consumers: readonly ConsumerDefinition[]): Promise<void> {
+    if (consumers.length === 0) return;
     const exchange = this.options.exchange;
-    const levels = this.levelCount();
-    await this.topology.withChannel(model, async (channel) => {
+    const levels = this.levelCount(consumers);
+    await withDeclarationChannel(model, async (channel) => {
       const deliver = deliverExchangeName(exchange);
       await channel.assertExchange(deliver, 'headers', { durable: true });
       for (let level = 0; level < levels; level++) {
@@ -81,7 +76,8 @@ export class DelayTopology {
     });
   }
 
-  private async bindConsumer(channel: Channel, consumer: ConsumerDefinition): Promise<void> {
+  /** Binds the consumer's queue to the deliver exchange on its own name; run with the consumer's topology. */
+  async bindConsumer(channel: Channel, consumer: ConsumerDefinition): Promise<void> {
     await channel.bindQueue(consumer.queue, deliverExchangeName(this.options.exchange), '', {
       'x-match': 'all',
       [HEADERS.retryQueue]: consumer.queue,

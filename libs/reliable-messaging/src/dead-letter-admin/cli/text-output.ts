@@ -2,28 +2,28 @@ import type { DeadLetter } from '../../dead-letter/dead-letter-record';
 import { describeDeadLetter } from '../dead-letter-view';
 
 /** One dead letter in full, for a reader: a field per line, then its headers, body and stack. */
-export function describeForHumans(deadLetter: DeadLetter): string {
-  const d = describeDeadLetter(deadLetter, true);
+export function describeForHumans(d: DeadLetter): string {
+  const { headers, bodyEncoding, body } = describeDeadLetter(d, true);
   const lines = [
-    `message id      ${String(d.messageId ?? '-')}`,
-    `type            ${String(d.type ?? '-')}`,
-    `queue           ${String(d.queue)} (dead-letter queue ${String(d.deadLetterQueue)})`,
-    `reason          ${String(d.reason)}`,
-    `error           ${String(d.errorClass ?? '-')}: ${String(d.errorMessage ?? '-')}`,
-    `attempts        ${String(d.attempts ?? '-')} (dead-lettered ${String(d.deadLetterCount)} time(s))`,
-    `first failure   ${String(d.firstFailureAt ?? '-')}`,
-    `dead-lettered   ${String(d.deadLetteredAt ?? '-')} on ${String(d.host ?? '-')} by ${String(d.handler ?? '-')}`,
-    `published to    ${String(d.exchange ?? '-')} with routing key ${String(d.routingKey ?? '-')}`,
-    `idempotency key ${String(d.idempotencyKey ?? '-')}`,
-    `correlation id  ${String(d.correlationId ?? '-')}`,
+    `message id      ${d.messageId ?? '-'}`,
+    `type            ${d.type ?? '-'}`,
+    `queue           ${d.queue} (dead-letter queue ${d.deadLetterQueue})`,
+    `reason          ${d.reason}`,
+    `error           ${d.errorClass ?? '-'}: ${d.errorMessage ?? '-'}`,
+    `attempts        ${d.attempts ?? '-'} (dead-lettered ${d.deadLetterCount} time(s))`,
+    `first failure   ${d.firstFailureAt?.toISOString() ?? '-'}`,
+    `dead-lettered   ${d.deadLetteredAt?.toISOString() ?? '-'} on ${d.host ?? '-'} by ${d.handler ?? '-'}`,
+    `published to    ${d.exchange ?? '-'} with routing key ${d.routingKey ?? '-'}`,
+    `idempotency key ${d.idempotencyKey ?? '-'}`,
+    `correlation id  ${d.correlationId ?? '-'}`,
     '',
     'headers',
-    JSON.stringify(d.headers, null, 2),
+    JSON.stringify(headers, null, 2),
     '',
-    `body (${String(d.bodyEncoding)})`,
-    typeof d.body === 'string' ? d.body : JSON.stringify(d.body, null, 2),
+    `body (${String(bodyEncoding)})`,
+    typeof body === 'string' ? body : JSON.stringify(body, null, 2),
   ];
-  if (d.errorStack) lines.push('', 'stack', String(d.errorStack));
+  if (d.errorStack) lines.push('', 'stack', d.errorStack);
   return lines.join('\n');
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { TopologyMismatchError } from '../errors/topology-mismatch.error';
-import { toTopologyError } from './topology.service';
+import { toTopologyError } from './declaration-channel';
 
 /** An error as amqplib 2.x raises it for a channel the broker closed, with the broker's own text. */
 function brokerError(text: string): Error {

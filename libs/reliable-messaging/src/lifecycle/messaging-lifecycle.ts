@@ -1,0 +1,199 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+} from '@nestjs/common';
+import type { ChannelModel } from 'amqplib';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
+import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { ConfirmPublisher } from '../amqp/confirm-publisher';
+import { ConsumerConnection } from '../amqp/consumer-connection.service';
+import { PublisherConnection } from '../amqp/publisher-connection.service';
+import { TopologyService } from '../amqp/topology.service';
+import { ConsumerRegistry } from '../consuming/consumer-registry.service';
+import { DatabaseAvailability } from '../database/database-availability.service';
+import { poolCapacityWarning } from '../flow-control/pool-capacity';
+import { InboxPruner } from '../inbox/inbox-pruner.service';
+import { MessagingMetrics } from '../metrics/messaging-metrics.service';
+import { OrderedRetry } from '../ordering/ordered-retry.service';
+import { OutboxCommitSignal } from '../outbox/outbox-commit-signal.service';
+import { OutboxPruner } from '../outbox/outbox-pruner.service';
+import { OutboxRelay } from '../outbox/outbox-relay.service';
+import { DelayTopology } from '../retry/delay-topology.service';
+import { errorMessage } from '../util/error-text';
+import { withTimeout } from '../util/with-timeout';
+
+/** Time a shutdown step may take past the deadline before shutdown moves on without it. */
+const PAST_DEADLINE_GRACE_MS = 1000;
+
+/**
+ * What the module does, in order, when the app starts and when it stops. Every step is a direct call from here;
+ * no other part of the module starts or stops anything from a Nest hook.
+ *
+ * Startup (`onApplicationBootstrap`: every module is initialised and the consumers are discovered):
+ * 1. the outbox commit signal subscribes to the DataSource, so a commit that wrote outbox rows wakes a relay;
+ * 2. the consumer connection connects and declares the topology: the retry delay levels, then the exchanges and
+ *    each consumer's queues, its binding to the retry deliver exchange and, when it orders by key, its
+ *    consistent-hash exchange. Nothing is published before the exchanges exist;
+ * 3. the publisher connection connects and opens the confirm channel that retries, dead letters, the relay and
+ *    MessagePublisher publish on;
+ * 4. the outbox relay and the outbox pruner start where this process relays, the inbox pruner where a consumer
+ *    deduplicates;
+ * 5. the consumers subscribe, last, so a delivery that fails at once can already publish its retry.
+ * When a step fails, what started stops again and the error fails the app's start.
+ *
+ * Reconnect: each connection runs its own part again, on its own, after every reconnection: the consumer
+ * connection step 2 and then (once startup got there) step 5, the publisher connection step 3. The relay waits
+ * while the publisher connection is down or blocked.
+ *
+ * Shutdown (SIGTERM), one sequence; from step 2 on, all within `shutdownTimeoutMs` (keep it below Kubernetes'
+ * terminationGracePeriodSeconds):
+ * 1. readiness goes down, and ordered consumers stop waiting between in-place retries (their delivery goes back
+ *    to the head of its queue). This runs from Nest's first shutdown hook, while other modules' hooks still run;
+ * 2. every consumer cancels its subscription, so the broker sends nothing more, and deliveries held for a
+ *    database outage go back to their queues as fresh copies at once;
+ * 3. in-flight handlers finish and are acknowledged, up to the deadline; at the deadline the handlers still
+ *    running have their `ctx.signal` aborted, and their deliveries go back to the broker as the consumer
+ *    channels close (the log says how many);
+ * 4. the database probe stops;
+ * 5. the outbox relay finishes its batch and its confirms;
+ * 6. the outbox and inbox pruners stop after the statement in progress;
+ * 7. the commit signal unsubscribes from the DataSource, after its last NOTIFY;
+ * 8. both connections close, and with them the publisher channel; a publish still waiting for a blocked
+ *    connection to be unblocked fails;
+ * 9. the module's metrics leave the registry (scrapes during the drain still saw them).
+ * A step still running past the deadline is logged and left behind, so the connections always close.
+ */
+@Injectable()
+export class MessagingLifecycle
+  implements OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown
+{
+  private readonly logger = new Logger('ReliableMessaging');
+  private shuttingDown = false;
+  private stopped?: Promise<void>;
+  /** Set once startup reaches the consumers: from then on every consumer connection subscribes them. */
+  private consuming = false;
+
+  constructor(
+    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+    private readonly consumerConnection: ConsumerConnection,
+    private readonly publisherConnection: PublisherConnection,
+    private readonly delayTopology: DelayTopology,
+    private readonly topology: TopologyService,
+    private readonly confirms: ConfirmPublisher,
+    private readonly registry: ConsumerRegistry,
+    private readonly relay: OutboxRelay,
+    private readonly commitSignal: OutboxCommitSignal,
+    private readonly outboxPruner: OutboxPruner,
+    private readonly inboxPruner: InboxPruner,
+    private readonly orderedRetry: OrderedRetry,
+    private readonly database: DatabaseAvailability,
+    private readonly metrics: MessagingMetrics,
+  ) {}
+
+  /** True from the moment shutdown begins; readiness reports unhealthy from then on. */
+  get isShuttingDown(): boolean {
+    return this.shuttingDown;
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    const warning =
+      this.options.dataSource && poolCapacityWarning(this.registry.consumers, this.options.dataSource);
+    if (warning) this.logger.warn(warning);
+    try {
+      this.commitSignal.start();
+      await this.consumerConnection.start((model) => this.setUpConsumerConnection(model));
+      await this.publisherConnection.start((model) => this.confirms.attach(model));
+      if (this.relay.enabled) {
+        this.relay.start();
+        this.outboxPruner.start();
+      }
+      if (this.inboxPruner.enabled) this.inboxPruner.start();
+      this.consuming = true;
+      const model = this.consumerConnection.model;
+      if (model) await this.registry.startAll(model);
+    } catch (error) {
+      await this.undoStartup();
+      throw error;
+    }
+  }
+
+  /** Shutdown's step 1, from Nest's first shutdown hook. */
+  onModuleDestroy(): void {
+    this.beginShutdown();
+  }
+
+  /** Shutdown's steps 2 to 9; a second call waits for the first. */
+  async beforeApplicationShutdown(signal?: string): Promise<void> {
+    this.stopped ??= this.stop(signal);
+    await this.stopped;
+  }
+
+  /** Startup's step 2, and step 5 once startup got there: run on every consumer connection. */
+  private async setUpConsumerConnection(model: ChannelModel): Promise<void> {
+    const consumers = this.registry.consumers;
+    await this.delayTopology.declareLevels(model, consumers);
+    await this.topology.declare(model, consumers);
+    if (this.consuming) await this.registry.startAll(model);
+  }
+
+  private beginShutdown(): void {
+    if (this.shuttingDown) return;
+    this.shuttingDown = true;
+    this.orderedRetry.stopWaiting();
+  }
+
+  private async stop(signal?: string): Promise<void> {
+    this.beginShutdown();
+    const started = Date.now();
+    const deadline = started + this.options.shutdownTimeoutMs;
+    this.logger.log(
+      `shutting down${signal ? ` on ${signal}` : ''}: draining consumers (deadline ${this.options.shutdownTimeoutMs} ms)`,
+    );
+    const { completed, abandoned } = await this.registry.stopAll(deadline);
+    this.database.stop();
+    if (abandoned > 0) {
+      this.logger.warn(
+        `${abandoned} in-flight message(s) not finished by the deadline go back to the broker for redelivery`,
+      );
+    }
+    if (this.relay.enabled) await this.step('outbox relay', deadline, () => this.relay.stop(deadline));
+    await this.step('pruners', deadline, () =>
+      Promise.all([this.outboxPruner.stop(), this.inboxPruner.stop()]),
+    );
+    await this.step('outbox commit signal', deadline, () => this.commitSignal.stop());
+    await this.step('closing the broker connections', deadline, () => this.closeConnections());
+    this.metrics.unregister();
+    this.logger.log(
+      `messaging stopped in ${Date.now() - started} ms: ${completed} in-flight message(s) finished, ${abandoned} returned to the broker`,
+    );
+  }
+
+  /** After a failed start: stops whatever startup had started, so nothing keeps running or holds the process. */
+  private async undoStartup(): Promise<void> {
+    const deadline = Date.now() + this.options.shutdownTimeoutMs;
+    if (this.relay.enabled) await this.step('outbox relay', deadline, () => this.relay.stop(deadline));
+    await this.step('pruners', deadline, () =>
+      Promise.all([this.outboxPruner.stop(), this.inboxPruner.stop()]),
+    );
+    await this.step('outbox commit signal', deadline, () => this.commitSignal.stop());
+    await this.closeConnections();
+  }
+
+  /** Runs one step of shutdown; past the deadline (and a grace second) it is logged and shutdown moves on. */
+  private async step(name: string, deadline: number, run: () => Promise<unknown>): Promise<void> {
+    const remaining = Math.max(0, deadline - Date.now()) + PAST_DEADLINE_GRACE_MS;
+    try {
+      await withTimeout(run(), remaining, 'the step');
+    } catch (error) {
+      this.logger.error(`shutdown step '${name}' failed: ${errorMessage(error)}`);
+    }
+  }
+
+  private async closeConnections(): Promise<void> {
+    await Promise.all([this.consumerConnection.close(), this.publisherConnection.close()]);
+  }
+}
