@@ -2,12 +2,12 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Channel, ChannelModel } from 'amqplib';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { TopologyMismatchError } from '../errors/topology-mismatch.error';
 import { deadLetterQueueArguments } from '../dead-letter/dead-letter-queue';
 
 /** Declares more topology for a consumer (for example retry queues); runs after the consumer's own queues. */
-export type TopologyContributor = (channel: Channel, consumer: ConsumerDefinition) => Promise<void>;
+export type TopologyContributor = (channel: Channel, consumer: ConsumerPlan) => Promise<void>;
 
 const MISMATCH =
   /inequivalent arg '([^']+)' for (queue|exchange) '([^']+)' in vhost '[^']*': received (?:the value )?'?([^']*?)'?(?: of type '[^']*')? but current is (?:the value )?'?([^']*?)'?(?: of type '[^']*')?$/;
@@ -29,7 +29,7 @@ export class TopologyService {
   }
 
   /** Declares the exchanges and every consumer's queues on a short-lived channel. */
-  async declare(model: ChannelModel, consumers: readonly ConsumerDefinition[]): Promise<void> {
+  async declare(model: ChannelModel, consumers: readonly ConsumerPlan[]): Promise<void> {
     await this.withChannel(model, async (channel) => {
       await this.declareExchanges(channel);
       for (const consumer of consumers) await this.declareConsumer(model, channel, consumer);
@@ -37,7 +37,7 @@ export class TopologyService {
   }
 
   /** Declares one consumer's queues again, for example after the server cancelled its subscription. */
-  async declareOne(model: ChannelModel, consumer: ConsumerDefinition): Promise<void> {
+  async declareOne(model: ChannelModel, consumer: ConsumerPlan): Promise<void> {
     await this.withChannel(model, async (channel) => {
       await this.declareExchanges(channel);
       await this.declareConsumer(model, channel, consumer);
@@ -47,7 +47,7 @@ export class TopologyService {
   /** The arguments a consumer's queue is declared with. */
   queueArguments(
     queue: string,
-    queueType: ConsumerDefinition['queueType'],
+    queueType: ConsumerPlan['queueType'],
     extra: Record<string, unknown> = {},
   ): Record<string, unknown> {
     const own: Record<string, unknown> = {
@@ -73,7 +73,7 @@ export class TopologyService {
   private async declareConsumer(
     model: ChannelModel,
     channel: Channel,
-    consumer: ConsumerDefinition,
+    consumer: ConsumerPlan,
   ): Promise<void> {
     await channel.assertQueue(consumer.deadLetterQueue, {
       durable: true,
@@ -97,7 +97,7 @@ export class TopologyService {
    */
   private async queueTypeMismatch(
     model: ChannelModel,
-    consumer: ConsumerDefinition,
+    consumer: ConsumerPlan,
   ): Promise<TopologyMismatchError | undefined> {
     const other = consumer.queueType === 'quorum' ? 'classic' : 'quorum';
     const probe = await model.createChannel().catch(() => undefined);
@@ -106,7 +106,7 @@ export class TopologyService {
     try {
       await probe.assertQueue(consumer.queue, {
         durable: true,
-        arguments: this.queueArguments(consumer.queue, other, consumer.options.queueArguments),
+        arguments: this.queueArguments(consumer.queue, other, consumer.extraQueueArguments),
       });
       return new TopologyMismatchError('queue', consumer.queue, 'x-queue-type', consumer.queueType, other);
     } catch {

@@ -10,7 +10,6 @@ import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { BatchedPruner } from '../database/batched-pruner';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { inboxRetentionWarning } from './inbox.options';
-import { InboxStage } from './inbox.middleware';
 import { InboxStore } from './inbox-store.service';
 
 /**
@@ -27,7 +26,6 @@ export class InboxPruner implements OnApplicationBootstrap, BeforeApplicationShu
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly store: InboxStore,
     private readonly registry: ConsumerRegistry,
-    private readonly stage: InboxStage,
   ) {
     this.pruner = new BatchedPruner(
       'inbox rows',
@@ -39,7 +37,7 @@ export class InboxPruner implements OnApplicationBootstrap, BeforeApplicationShu
 
   onApplicationBootstrap(): void {
     if (!this.options.dataSource) return;
-    if (!this.registry.consumers.some((consumer) => this.stage.isEnabledFor(consumer))) return;
+    if (!this.registry.consumers.some((consumer) => consumer.dedup)) return;
     const warning = inboxRetentionWarning(this.options.inbox);
     if (warning) this.logger.warn(warning);
     this.pruner.start();

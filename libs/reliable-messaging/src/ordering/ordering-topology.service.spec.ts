@@ -3,7 +3,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { Channel } from 'amqplib';
 import type { ConsumerConnection } from '../amqp/consumer-connection.service';
 import type { TopologyContributor, TopologyService } from '../amqp/topology.service';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { ConsistentHashExchangeMissingError } from '../errors/consistent-hash-exchange-missing.error';
 import { OrderingTopology } from './ordering-topology.service';
 
@@ -23,7 +23,7 @@ const partition = {
     hashExchange: 'tracking',
     sourceBindings: ['shipment.moved'],
   },
-} as ConsumerDefinition;
+} as unknown as ConsumerPlan;
 
 /**
  * The broker closes the whole connection on an unknown exchange type, and the declaration itself only rejects

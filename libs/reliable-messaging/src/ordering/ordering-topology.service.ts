@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Channel, ChannelModel } from 'amqplib';
 import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { TopologyService } from '../amqp/topology.service';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { ConfigurationError } from '../errors/configuration.error';
 import { ConsistentHashExchangeMissingError } from '../errors/consistent-hash-exchange-missing.error';
 import { errorMessage } from '../util/error-text';
@@ -37,7 +37,7 @@ export class OrderingTopology {
     topology.addContributor((channel, consumer) => this.declare(channel, consumer));
   }
 
-  private async declare(channel: Channel, consumer: ConsumerDefinition): Promise<void> {
+  private async declare(channel: Channel, consumer: ConsumerPlan): Promise<void> {
     const ordering = consumer.ordering;
     if (ordering?.mode !== 'key') return;
     await this.declareHashExchange(channel, consumer, ordering);
@@ -51,7 +51,7 @@ export class OrderingTopology {
 
   private async declareHashExchange(
     channel: Channel,
-    consumer: ConsumerDefinition,
+    consumer: ConsumerPlan,
     ordering: KeyOrdering,
   ): Promise<void> {
     // NOTE: an unknown exchange type is a connection-level error (503 COMMAND_INVALID): the broker closes the
@@ -80,7 +80,7 @@ export class OrderingTopology {
   }
 
   /** Fails when partition N exists: the consumer used to have more partitions than it declares now. */
-  private async refuseExtraPartitions(consumer: ConsumerDefinition, ordering: KeyOrdering): Promise<void> {
+  private async refuseExtraPartitions(consumer: ConsumerPlan, ordering: KeyOrdering): Promise<void> {
     const model = this.connection.model;
     if (!model) return;
     const extra = partitionQueueName(ordering.baseQueue, ordering.partitions);

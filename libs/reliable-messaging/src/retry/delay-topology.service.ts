@@ -5,7 +5,7 @@ import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definit
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { TopologyService } from '../amqp/topology.service';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import {
   DELAY_RESOLUTION_MS,
   delayLevelName,
@@ -14,7 +14,6 @@ import {
   levelsFor,
   levelTtlMs,
 } from './delay-levels';
-import { FailureHandler } from './failure-handler.service';
 
 /**
  * Declares the retry delay levels (see delay-levels.ts) on every consumer connection, before the consumers' topology,
@@ -29,7 +28,6 @@ export class DelayTopology {
   constructor(
     private readonly topology: TopologyService,
     private readonly registry: ConsumerRegistry,
-    private readonly failures: FailureHandler,
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
   ) {
     topology.addContributor((channel, consumer) => this.bindConsumer(channel, consumer));
@@ -57,7 +55,7 @@ export class DelayTopology {
   levelCount(): number {
     const longest = Math.max(
       0,
-      ...this.registry.consumers.map((consumer) => this.failures.policyFor(consumer).options.maxDelayMs),
+      ...this.registry.consumers.map((consumer) => consumer.retry.options.maxDelayMs),
     );
     return levelsFor(longest + DELAY_RESOLUTION_MS);
   }
@@ -81,7 +79,7 @@ export class DelayTopology {
     });
   }
 
-  private async bindConsumer(channel: Channel, consumer: ConsumerDefinition): Promise<void> {
+  private async bindConsumer(channel: Channel, consumer: ConsumerPlan): Promise<void> {
     await channel.bindQueue(consumer.queue, deliverExchangeName(this.options.exchange), '', {
       'x-match': 'all',
       [HEADERS.retryQueue]: consumer.queue,
