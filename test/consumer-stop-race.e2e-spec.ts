@@ -3,10 +3,11 @@ import { Logger } from '@nestjs/common';
 import type { Channel, ChannelModel } from 'amqplib';
 import { ConsumerConnection } from '@app/reliable-messaging';
 import { TopologyService } from '@app/reliable-messaging/amqp/topology.service';
-import type { ConsumerDefinition } from '@app/reliable-messaging/consuming/consumer-definition';
+import type { ConsumerPlan } from '@app/reliable-messaging/consuming/consumer-plan';
 import { ConsumerRunner } from '@app/reliable-messaging/consuming/consumer-runner';
 import { OrderingTopology } from '@app/reliable-messaging/ordering/ordering-topology.service';
 import type { DelayTopology } from '@app/reliable-messaging/retry/delay-topology.service';
+import { RetryPolicy } from '@app/reliable-messaging/retry/retry-policy';
 import {
   resolveOptions,
   type ResolvedMessagingOptions,
@@ -42,7 +43,7 @@ class Latch {
 class HeldTopology extends TopologyService {
   hold?: Latch;
 
-  override async declareOne(model: ChannelModel, consumer: ConsumerDefinition): Promise<void> {
+  override async declareOne(model: ChannelModel, consumer: ConsumerPlan): Promise<void> {
     await super.declareOne(model, consumer);
     await this.hold?.pass();
   }
@@ -80,21 +81,25 @@ describe('a consumer stopped while it (re)subscribes', () => {
   /** A runner on a classic queue, declared here; its handler waits at `handling` when given one. */
   const runnerOn = async (scenario: string, handling?: Latch) => {
     const queue = broker.name(scenario);
-    const definition: ConsumerDefinition = {
+    const definition: ConsumerPlan = {
       name: `StopRace.${scenario}`,
+      instance: {},
+      methodName: scenario,
       queue,
       deadLetterQueue: `${queue}.dlq`,
       exchange: options.exchange,
       bindings: [],
       queueType: 'classic',
       queueArguments: topology.queueArguments(queue, 'classic'),
+      extraQueueArguments: {},
       concurrency: 1,
       prefetch: 1,
+      deadline: { deadlineMs: options.defaultDeadlineMs, limitMs: options.consumerTimeoutMs },
       messageTypes: [],
       acceptedMajorVersions: [1],
-      instance: {},
-      methodName: scenario,
-      options: { queue },
+      maxPayloadBytes: options.maxPayloadBytes,
+      retry: new RetryPolicy(options.retry),
+      ordering: { mode: 'none' },
     };
     broker.track(definition.deadLetterQueue);
     await topology.declareOne(connection.model!, definition);

@@ -15,6 +15,8 @@ import { MessageContextStorage } from './context/message-context.storage';
 import { ConsumerRegistry } from './consuming/consumer-registry.service';
 import { DeadLetterService } from './dead-letter/dead-letter.service';
 import { MessagingExplorer } from './discovery/messaging-explorer.service';
+import { MessagingMetadataAccessor } from './discovery/messaging-metadata.accessor';
+import { MessagingRegistrar } from './discovery/messaging-registrar.service';
 import { EnvelopeFactory } from './envelope/envelope.factory';
 import { ReliabilityPipeline } from './pipeline/reliability-pipeline';
 import { MessagePublisher } from './publishing/message-publisher.service';
@@ -46,7 +48,6 @@ import { OutboxPruner } from './outbox/outbox-pruner.service';
 import { OutboxRelay } from './outbox/outbox-relay.service';
 import { OutboxStore } from './outbox/outbox-store.service';
 import { OutboxWriter } from './outbox/outbox-writer.service';
-import { InboxStage } from './inbox/inbox.middleware';
 import { InboxPruner } from './inbox/inbox-pruner.service';
 import { InboxStats } from './inbox/inbox-stats.service';
 import { InboxStore } from './inbox/inbox-store.service';
@@ -82,7 +83,9 @@ import { VersionGuard } from './ordering/version-guard.service';
     ReliabilityPipeline,
     ConsumerRegistry,
     MessagePublisher,
+    MessagingMetadataAccessor,
     MessagingExplorer,
+    MessagingRegistrar,
     MessagingLifecycle,
     OverdueHandlers,
     MessagingMetrics,
@@ -107,7 +110,6 @@ import { VersionGuard } from './ordering/version-guard.service';
     OutboxPruner,
     InboxStore,
     InboxStats,
-    InboxStage,
     InboxPruner,
     OrderedRetry,
     OrderingTopology,

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Channel, ChannelModel } from 'amqplib';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { TopologyMismatchError } from '../errors/topology-mismatch.error';
 import { deadLetterQueueArguments } from '../dead-letter/dead-letter-queue';
 import { OrderingTopology } from '../ordering/ordering-topology.service';
@@ -26,7 +26,7 @@ export class TopologyService {
   ) {}
 
   /** Declares the exchanges and every consumer's queues on a short-lived channel. */
-  async declare(model: ChannelModel, consumers: readonly ConsumerDefinition[]): Promise<void> {
+  async declare(model: ChannelModel, consumers: readonly ConsumerPlan[]): Promise<void> {
     await withDeclarationChannel(model, async (channel) => {
       await this.declareExchanges(channel);
       for (const consumer of consumers) await this.declareConsumer(model, channel, consumer);
@@ -34,7 +34,7 @@ export class TopologyService {
   }
 
   /** Declares one consumer's queues again, for example after the server cancelled its subscription. */
-  async declareOne(model: ChannelModel, consumer: ConsumerDefinition): Promise<void> {
+  async declareOne(model: ChannelModel, consumer: ConsumerPlan): Promise<void> {
     await withDeclarationChannel(model, async (channel) => {
       await this.declareExchanges(channel);
       await this.declareConsumer(model, channel, consumer);
@@ -44,7 +44,7 @@ export class TopologyService {
   /** The arguments a consumer's queue is declared with. */
   queueArguments(
     queue: string,
-    queueType: ConsumerDefinition['queueType'],
+    queueType: ConsumerPlan['queueType'],
     extra: Record<string, unknown> = {},
   ): Record<string, unknown> {
     const own: Record<string, unknown> = {
@@ -70,7 +70,7 @@ export class TopologyService {
   private async declareConsumer(
     model: ChannelModel,
     channel: Channel,
-    consumer: ConsumerDefinition,
+    consumer: ConsumerPlan,
   ): Promise<void> {
     await channel.assertQueue(consumer.deadLetterQueue, {
       durable: true,
@@ -95,7 +95,7 @@ export class TopologyService {
    */
   private async queueTypeMismatch(
     model: ChannelModel,
-    consumer: ConsumerDefinition,
+    consumer: ConsumerPlan,
   ): Promise<TopologyMismatchError | undefined> {
     const other = consumer.queueType === 'quorum' ? 'classic' : 'quorum';
     const probe = await model.createChannel().catch(() => undefined);
@@ -104,7 +104,7 @@ export class TopologyService {
     try {
       await probe.assertQueue(consumer.queue, {
         durable: true,
-        arguments: this.queueArguments(consumer.queue, other, consumer.options.queueArguments),
+        arguments: this.queueArguments(consumer.queue, other, consumer.extraQueueArguments),
       });
       return new TopologyMismatchError('queue', consumer.queue, 'x-queue-type', consumer.queueType, other);
     } catch {

@@ -5,15 +5,15 @@ import { TopologyService } from '../amqp/topology.service';
 import { ReliabilityPipeline } from '../pipeline/reliability-pipeline';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
-import type { ConsumerDefinition } from './consumer-definition';
+import type { ConsumerPlan } from './consumer-plan';
 import { ConsumerRunner, type ConsumerStatus, type DrainResult } from './consumer-runner';
 
 /** Holds every consumer of the app, declares their topology and (re)starts them on each connection. */
 @Injectable()
 export class ConsumerRegistry {
   private runners: ConsumerRunner[] = [];
-  private definitions: ConsumerDefinition[] = [];
-  private discovered: ConsumerDefinition[] = [];
+  private definitions: ConsumerPlan[] = [];
+  private discovered: ConsumerPlan[] = [];
 
   constructor(
     private readonly connection: ConsumerConnection,
@@ -23,7 +23,7 @@ export class ConsumerRegistry {
   ) {}
 
   /** Registers the discovered consumers; their pipelines are built here, once. */
-  register(definitions: ConsumerDefinition[], discovered: ConsumerDefinition[] = definitions): void {
+  register(definitions: ConsumerPlan[], discovered: ConsumerPlan[] = definitions): void {
     this.definitions = definitions;
     this.discovered = discovered;
     this.runners = definitions.map(
@@ -38,12 +38,12 @@ export class ConsumerRegistry {
     );
   }
 
-  get consumers(): readonly ConsumerDefinition[] {
+  get consumers(): readonly ConsumerPlan[] {
     return this.definitions;
   }
 
   /** Every `@Consume()` handler of the app, also when `consumersEnabled` is false (the dead-letter tools read their queues). */
-  get discoveredConsumers(): readonly ConsumerDefinition[] {
+  get discoveredConsumers(): readonly ConsumerPlan[] {
     return this.discovered;
   }
 

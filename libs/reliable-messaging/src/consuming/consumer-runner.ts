@@ -9,7 +9,7 @@ import { errorMessage } from '../util/error-text';
 import { Semaphore } from '../util/semaphore';
 import { consumerTimeoutArguments } from '../flow-control/consumer-timeout';
 import { maxDeadlineMs } from '../flow-control/deadline-limits';
-import type { ConsumerDefinition } from './consumer-definition';
+import type { ConsumerPlan } from './consumer-plan';
 import { AckBatcher } from './ack-batcher';
 
 const RESUBSCRIBE_BASE_MS = 200;
@@ -52,7 +52,7 @@ export class ConsumerRunner {
   private readonly holdLimitMs: number;
 
   constructor(
-    readonly definition: ConsumerDefinition,
+    readonly definition: ConsumerPlan,
     private readonly handler: MessageHandler,
     private readonly connection: AmqpConnection,
     private readonly topology: TopologyService,

@@ -1,9 +1,8 @@
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
-import type { DatabaseAvailability } from '../database/database-availability.service';
 import { databaseOutageEvidence } from '../database/database-errors';
 import { HandlerDeadlineExceededError } from '../errors/handler-deadline-exceeded.error';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
 import type { MessageMiddleware } from '../pipeline/message-middleware';
+import type { StageDependencies } from '../pipeline/pipeline-stage';
 
 /**
  * In-place repeats allowed after an "unavailable" error that no probe confirmed (the database answered at
@@ -11,13 +10,6 @@ import type { MessageMiddleware } from '../pipeline/message-middleware';
  * using its transaction after it ended, another database refusing) goes on as an ordinary failure.
  */
 const UNCONFIRMED_REPEATS = 2;
-
-/** What the database pause stage needs from the rest of the module. */
-export interface DatabasePauseDependencies {
-  availability: DatabaseAvailability;
-  /** Gives a held delivery back to its queue without costing it an attempt or a redelivery. */
-  returnToQueue: (delivery: InboundDelivery, why: string) => Promise<void>;
-}
 
 /**
  * Pauses a consumer, not its messages, while the module's database is down. A delivery that arrives during an
@@ -35,11 +27,10 @@ export interface DatabasePauseDependencies {
  * deadline and the rate limit, so the wait counts against neither. Only for an app with a `dataSource`.
  */
 export function databasePauseStage(
-  consumer: ConsumerDefinition,
-  deps: DatabasePauseDependencies | undefined,
+  _plan: unknown,
+  { database: availability, failures }: Pick<StageDependencies, 'database' | 'failures'>,
 ): MessageMiddleware | undefined {
-  if (!deps) return undefined;
-  const { availability, returnToQueue } = deps;
+  if (!availability) return undefined;
 
   /**
    * Waits for the database; false when the delivery went back to its queue instead, or when its channel closed
@@ -50,7 +41,8 @@ export function databasePauseStage(
     await availability.whenAvailable(signal);
     if (delivery.isSettled) return false;
     if (!signal.aborted) return true;
-    await returnToQueue(
+    // Gives the delivery back without costing it an attempt or a redelivery.
+    await failures.returnToQueue(
       delivery,
       delivery.stopping.aborted
         ? 'shutting down while the database is unavailable'

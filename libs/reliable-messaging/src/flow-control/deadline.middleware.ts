@@ -1,9 +1,9 @@
 import { Logger } from '@nestjs/common';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
 import type { MessageMiddleware } from '../pipeline/message-middleware';
+import type { StageDependencies } from '../pipeline/pipeline-stage';
 import { HandlerDeadline } from './handler-deadline';
-import type { OverdueHandlers } from './overdue-handlers.service';
 
 /** A handler that takes at least this long to return after its signal aborted is logged as ignoring it. */
 const OVERDUE_REPORT_MS = 1_000;
@@ -12,7 +12,10 @@ const OVERDUE_REPORT_MS = 1_000;
 export interface DeadlineSettings {
   /** How long a handler may run before it counts as failed. */
   deadlineMs: number;
-  /** How far `extendDeadline()` may push it, counted from when the delivery arrived. */
+  /**
+   * How far `extendDeadline()` may push it, counted from when the delivery arrived: the broker's consumer timeout
+   * less its margin, which is also how long any stage may hold a delivery unsettled.
+   */
   limitMs: number;
 }
 
@@ -22,12 +25,13 @@ export interface DeadlineSettings {
  * left on the delivery as `lingering`: the settle stage waits for it before it schedules the retry, so a retry
  * never runs beside the attempt it repeats, and the concurrency slot stays taken until the handler returns. A
  * handler that ignores its signal is logged and counted as overdue (metric and liveness) until it returns.
+ * Every consumer has a deadline.
  */
-export function deadlineMiddleware(
-  consumer: ConsumerDefinition,
-  settings: DeadlineSettings,
-  overdue: OverdueHandlers,
+export function deadlineStage(
+  consumer: Pick<ConsumerPlan, 'name' | 'queue' | 'deadline'>,
+  { overdue }: Pick<StageDependencies, 'overdue'>,
 ): MessageMiddleware {
+  const settings = consumer.deadline;
   const logger = new Logger('ReliableMessaging');
   const trackOverdue = (delivery: InboundDelivery, work: Promise<void>): void => {
     const startedAt = Date.now();

@@ -1,11 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import type { DataSource } from 'typeorm';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { databasePoolSize, poolCapacityWarning } from './pool-capacity';
 
 const dataSource = (options: object) => ({ options }) as unknown as DataSource;
 const consumers = (...concurrency: number[]) =>
-  concurrency.map((c, i) => ({ name: `C${i}.handle`, concurrency: c })) as ConsumerDefinition[];
+  concurrency.map((c, i) => ({ name: `C${i}.handle`, concurrency: c })) as ConsumerPlan[];
 
 describe('pool capacity', () => {
   it.each([

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 
 /** Connections in the DataSource's pool, where the driver is known; the drivers' own defaults otherwise. */
 export function databasePoolSize(dataSource: DataSource): number | undefined {
@@ -25,7 +25,7 @@ export function databasePoolSize(dataSource: DataSource): number | undefined {
  * the excess handlers then wait for a connection, inside their deadline. Undefined when the pool is large enough.
  */
 export function poolCapacityWarning(
-  consumers: readonly ConsumerDefinition[],
+  consumers: readonly ConsumerPlan[],
   dataSource: DataSource,
 ): string | undefined {
   const pool = databasePoolSize(dataSource);

@@ -4,7 +4,6 @@ import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { BatchedPruner } from '../database/batched-pruner';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { inboxRetentionWarning } from './inbox.options';
-import { InboxStage } from './inbox.middleware';
 import { InboxStore } from './inbox-store.service';
 
 /**
@@ -22,7 +21,6 @@ export class InboxPruner {
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly store: InboxStore,
     private readonly registry: ConsumerRegistry,
-    private readonly stage: InboxStage,
   ) {
     this.pruner = new BatchedPruner(
       'inbox rows',
@@ -36,7 +34,7 @@ export class InboxPruner {
   get enabled(): boolean {
     return (
       this.options.dataSource !== undefined &&
-      this.registry.consumers.some((consumer) => this.stage.isEnabledFor(consumer))
+      this.registry.consumers.some((consumer) => consumer.dedup !== undefined)
     );
   }
 

@@ -104,8 +104,12 @@ function lifecycleWith({
 
 describe('MessagingLifecycle', () => {
   const log = new ErrorLog();
-  beforeAll(() => Logger.overrideLogger(log));
-  afterAll(() => Logger.overrideLogger(new Logger()));
+  beforeAll(() => {
+    Logger.overrideLogger(log);
+  });
+  afterAll(() => {
+    Logger.overrideLogger(new Logger());
+  });
 
   it.each([
     [

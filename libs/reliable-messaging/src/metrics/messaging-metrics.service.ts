@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Counter, Histogram, register, type Metric, type Registry } from 'prom-client';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
 import { messageTypeLabeller } from './message-type-label';
 import { registerReplacing, unregisterOwn } from './register-metric';
@@ -134,7 +134,7 @@ export class MessagingMetrics {
   }
 
   /** The `type` label for a message type seen by `consumer`, bounded to the types it declared. */
-  typeLabel(consumer: ConsumerDefinition, type: unknown): string {
+  typeLabel(consumer: ConsumerPlan, type: unknown): string {
     let labeller = this.labellers.get(consumer.queue);
     if (!labeller) {
       labeller = messageTypeLabeller(consumer.messageTypes);

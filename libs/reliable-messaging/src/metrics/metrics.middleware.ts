@@ -1,7 +1,7 @@
 import { callNext, type MessageMiddleware } from '../pipeline/message-middleware';
 import { HandlerDeadlineExceededError } from '../errors/handler-deadline-exceeded.error';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
-import type { MessagingMetrics } from './messaging-metrics.service';
+import type { StageDependencies } from '../pipeline/pipeline-stage';
 import { OTHER_TYPE } from './message-type-label';
 
 interface LabelSet {
@@ -15,7 +15,10 @@ interface LabelSet {
  * `rm_messages_consumed_total` or `rm_messages_failed_total`), and how far behind the source it was handled
  * (`rm_consumer_lag_seconds`, from the envelope's `occurredAt`). Errors pass through unchanged.
  */
-export function metricsMiddleware(metrics: MessagingMetrics): MessageMiddleware {
+export function metricsStage(
+  _plan: unknown,
+  { metrics }: Pick<StageDependencies, 'metrics'>,
+): MessageMiddleware {
   // The label objects of each message type the consumer labels as itself, made once: prom-client only reads
   // them. Keyed by the delivery's `type` property; every other type shares the `other` set, so a forged type
   // never grows the map.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Channel, ConsumeMessage } from 'amqplib';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { NonRetryableError } from '../errors/non-retryable.error';
 import { RedeliveryLimitError } from '../errors/redelivery-limit.error';
 import { InboundDelivery } from '../pipeline/inbound-delivery';
@@ -12,7 +12,7 @@ import {
   type OrderedRetryDependencies,
 } from './ordered-retry.middleware';
 
-const consumer = { name: 'Ledger.onEntry', queue: 'ledger.entries' } as ConsumerDefinition;
+const consumer = { name: 'Ledger.onEntry', queue: 'ledger.entries' } as ConsumerPlan;
 
 /** Records how the delivery was settled; the broker's side of settling is not what these cases are about. */
 function delivery(fields: Partial<ConsumeMessage['fields']> = {}, headers: Record<string, unknown> = {}) {

@@ -1,8 +1,10 @@
 import { Logger } from '@nestjs/common';
 import type { ConsumeMessage } from 'amqplib';
 import { RedeliveryLimitError } from '../errors/redelivery-limit.error';
+import { isOrdered, type ConsumerPlan } from '../consuming/consumer-plan';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
 import type { MessageMiddleware } from '../pipeline/message-middleware';
+import type { StageDependencies } from '../pipeline/pipeline-stage';
 import type { RetryPolicy } from '../retry/retry-policy';
 import { sleep } from '../util/backoff';
 import { errorMessage } from '../util/error-text';
@@ -26,6 +28,30 @@ export interface OrderedRetryDependencies {
   deadLetter: (delivery: InboundDelivery, error: unknown, reason: string) => Promise<void>;
   /** Counts one failed attempt that is retried in place. */
   recordRetry: (delivery: InboundDelivery) => void;
+}
+
+/** The in-place retry stage of an ordered consumer; undefined for an unordered one, which retries through the delay levels. */
+export function orderedRetryStage(
+  plan: Pick<ConsumerPlan, 'queue' | 'ordering' | 'retry' | 'deadline'>,
+  {
+    failures,
+    overdue,
+    metrics,
+    shutdown,
+  }: Pick<StageDependencies, 'failures' | 'overdue' | 'metrics' | 'shutdown'>,
+): MessageMiddleware | undefined {
+  if (!isOrdered(plan)) return undefined;
+  return orderedRetryMiddleware({
+    policy: plan.retry,
+    holdLimitMs: plan.deadline.limitMs,
+    overdueCount: () => overdue.count(plan.queue),
+    stopping: shutdown,
+    deadLetter: (delivery, error, reason) => failures.deadLetterOrRequeue(delivery, error, reason),
+    recordRetry: (delivery) => {
+      metrics.failed.inc(metrics.labelsOf(delivery));
+      metrics.recordRetry(delivery);
+    },
+  });
 }
 
 /**

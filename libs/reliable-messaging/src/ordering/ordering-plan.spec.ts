@@ -1,9 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { ConsumeOptions } from '../decorators/consume.decorator';
 import { ConfigurationError } from '../errors/configuration.error';
+import { RetryPolicy } from '../retry/retry-policy';
+import { resolveRetryOptions } from '../retry/retry.options';
 import { ORDERED_DEFAULT_PREFETCH, planConsumerOrdering, type QueueArgumentsBuilder } from './ordering-plan';
-import { MAX_PARTITIONS, partitionQueueName } from './ordering.options';
+import { MAX_PARTITIONS, partitionQueueName, resolveOrderingOption } from './ordering.options';
 
 /** Stands in for TopologyService.queueArguments: what matters is which queue and extras it is asked for. */
 const queueArguments: QueueArgumentsBuilder = (queue, queueType, extra) => ({
@@ -12,40 +14,53 @@ const queueArguments: QueueArgumentsBuilder = (queue, queueType, extra) => ({
   'x-dead-letter-routing-key': queue,
 });
 
-function definition(options: Partial<ConsumeOptions> = {}): ConsumerDefinition {
-  const all: ConsumeOptions = { queue: 'billing.order-placed', ...options };
+/** The consumer planned as unordered, as the planner hands it over. */
+function unordered(options: ConsumeOptions): ConsumerPlan {
   return {
     name: 'Billing.onOrderPlaced',
-    queue: all.queue,
-    deadLetterQueue: `${all.queue}.dlq`,
-    exchange: 'events',
-    bindings: ['order.placed', 'order.amended'],
-    queueType: all.queueType ?? 'quorum',
-    queueArguments: queueArguments(all.queue, all.queueType ?? 'quorum', {}),
-    concurrency: all.concurrency ?? 10,
-    prefetch: all.prefetch ?? 10,
-    messageTypes: ['order.placed'],
-    acceptedMajorVersions: [1],
     instance: {},
     methodName: 'onOrderPlaced',
-    options: all,
+    queue: options.queue,
+    deadLetterQueue: `${options.queue}.dlq`,
+    exchange: 'events',
+    bindings: ['order.placed', 'order.amended'],
+    queueType: options.queueType ?? 'quorum',
+    queueArguments: queueArguments(
+      options.queue,
+      options.queueType ?? 'quorum',
+      options.queueArguments ?? {},
+    ),
+    extraQueueArguments: options.queueArguments ?? {},
+    concurrency: options.concurrency ?? 10,
+    prefetch: options.prefetch ?? 10,
+    deadline: { deadlineMs: 30_000, limitMs: 1_790_000 },
+    messageTypes: ['order.placed'],
+    acceptedMajorVersions: [1],
+    maxPayloadBytes: 262_144,
+    retry: new RetryPolicy(resolveRetryOptions(undefined)),
+    ordering: { mode: 'none' },
   };
 }
 
 function plan(options: Partial<ConsumeOptions> = {}): {
-  consumers: ConsumerDefinition[];
+  base: ConsumerPlan;
+  consumers: ConsumerPlan[];
   warnings: string[];
 } {
+  const all: ConsumeOptions = { queue: 'billing.order-placed', ...options };
   const warnings: string[] = [];
-  const consumers = planConsumerOrdering(definition(options), queueArguments, (w) => warnings.push(w));
-  return { consumers, warnings };
+  const ordering = resolveOrderingOption(all.ordering, '@Consume on Billing.onOrderPlaced');
+  const base = unordered(all);
+  const consumers = planConsumerOrdering(base, ordering, all, queueArguments, (w) => warnings.push(w));
+  return { base, consumers, warnings };
 }
 
 describe('planConsumerOrdering', () => {
   it.each([[undefined], ['none' as const]])('leaves a consumer with ordering %s as it is', (ordering) => {
-    const { consumers, warnings } = plan({ ordering, concurrency: 10 });
+    const { base, consumers, warnings } = plan({ ordering, concurrency: 10 });
 
-    expect(consumers).toEqual([{ ...definition({ ordering, concurrency: 10 }), ordering: { mode: 'none' } }]);
+    expect(consumers).toEqual([base]);
+    expect(consumers[0]).toBe(base);
     expect(warnings).toEqual([]);
   });
 
@@ -65,6 +80,7 @@ describe('planConsumerOrdering', () => {
         'x-max-length': 1000,
         'x-dead-letter-routing-key': 'billing.order-placed',
       },
+      extraQueueArguments: { 'x-single-active-consumer': true, 'x-max-length': 1000 },
     });
   });
 

@@ -1,18 +1,20 @@
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
-import { partitionQueueName, resolveOrderingOption, type ConsumerOrdering } from './ordering.options';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
+import type { ConsumeOptions } from '../decorators/consume.decorator';
+import { partitionQueueName, type ConsumerOrdering, type ResolvedOrderingOption } from './ordering.options';
 
 /** Builds a queue's arguments the way TopologyService does (dead-lettering, quorum backstop), plus `extra`. */
 export type QueueArgumentsBuilder = (
   queue: string,
-  queueType: ConsumerDefinition['queueType'],
-  extra: Record<string, unknown>,
+  queueType: ConsumerPlan['queueType'],
+  extra: Readonly<Record<string, unknown>>,
 ) => Record<string, unknown>;
 
 /** An ordered consumer's prefetch unless it sets one: nothing is fetched past the message in hand. */
 export const ORDERED_DEFAULT_PREFETCH = 1;
 
 /**
- * Turns one resolved `@Consume()` into the consumers that run it, by its `ordering` option:
+ * Turns one resolved `@Consume()` (planned as unordered) into the consumers that run it, by its resolved
+ * `ordering` option; `asked` is what the decorator set itself, since an ordered consumer's defaults differ:
  *
  * - `'none'`: the consumer as it is.
  * - `'queue'`: its queue becomes single-active-consumer (`x-single-active-consumer`): the broker delivers to
@@ -27,50 +29,52 @@ export const ORDERED_DEFAULT_PREFETCH = 1;
  * each key's partition, comes back the same.
  */
 export function planConsumerOrdering(
-  definition: ConsumerDefinition,
+  plan: ConsumerPlan,
+  ordering: ResolvedOrderingOption,
+  asked: Pick<ConsumeOptions, 'concurrency' | 'prefetch' | 'queueArguments'>,
   queueArguments: QueueArgumentsBuilder,
   warn: (message: string) => void,
-): ConsumerDefinition[] {
-  const { name, options } = definition;
-  const ordering = resolveOrderingOption(options.ordering, `@Consume on ${name}`);
-  if (ordering.mode === 'none') return [{ ...definition, ordering }];
+): ConsumerPlan[] {
+  const { name } = plan;
+  if (ordering.mode === 'none') return [plan];
 
-  if (options.concurrency !== undefined && options.concurrency > 1) {
+  if (asked.concurrency !== undefined && asked.concurrency > 1) {
     warn(
-      `${name}: ordering ${ordering.mode === 'queue' ? "'queue'" : 'by key'} handles one message at a time per ${ordering.mode === 'queue' ? 'queue' : 'partition'}; concurrency ${options.concurrency} is ignored` +
+      `${name}: ordering ${ordering.mode === 'queue' ? "'queue'" : 'by key'} handles one message at a time per ${ordering.mode === 'queue' ? 'queue' : 'partition'}; concurrency ${asked.concurrency} is ignored` +
         (ordering.mode === 'queue'
           ? " (ordering { by: 'key', partitions: N } handles different keys in parallel)"
           : ''),
     );
   }
-  if (definition.queueType === 'classic') {
+  if (plan.queueType === 'classic') {
     warn(
       `${name}: an ordered consumer handles a redelivery in place and bounds crash loops with the quorum queue's ` +
         'x-delivery-count, which a classic queue does not keep: a message that crashes every replica is ' +
         "redelivered without end; use queueType 'quorum' (the default)",
     );
   }
-  const extra = { ...(options.queueArguments ?? {}), 'x-single-active-consumer': true };
-  const ordered = (queue: string, own: ConsumerOrdering): ConsumerDefinition => ({
-    ...definition,
+  const extra = { ...(asked.queueArguments ?? {}), 'x-single-active-consumer': true };
+  const ordered = (queue: string, own: ConsumerOrdering): ConsumerPlan => ({
+    ...plan,
     queue,
     deadLetterQueue: `${queue}.dlq`,
-    queueArguments: queueArguments(queue, definition.queueType, extra),
+    queueArguments: queueArguments(queue, plan.queueType, extra),
+    extraQueueArguments: extra,
     concurrency: 1,
-    prefetch: options.prefetch ?? ORDERED_DEFAULT_PREFETCH,
+    prefetch: asked.prefetch ?? ORDERED_DEFAULT_PREFETCH,
     ordering: own,
   });
 
-  if (ordering.mode === 'queue') return [ordered(definition.queue, ordering)];
+  if (ordering.mode === 'queue') return [ordered(plan.queue, ordering)];
 
   const partitions = Array.from({ length: ordering.partitions }, (_, partition) =>
-    ordered(partitionQueueName(definition.queue, partition), {
+    ordered(partitionQueueName(plan.queue, partition), {
       mode: 'key',
       partitions: ordering.partitions,
       partition,
-      baseQueue: definition.queue,
-      hashExchange: definition.queue,
-      sourceBindings: definition.bindings,
+      baseQueue: plan.queue,
+      hashExchange: plan.queue,
+      sourceBindings: plan.bindings,
     }),
   );
   // The partitions are bound to the hash exchange only, never to the events exchange directly.

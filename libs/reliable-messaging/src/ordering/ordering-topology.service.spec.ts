@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from '@jest/globals';
 import type { Channel, ChannelModel } from 'amqplib';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { ConsistentHashExchangeMissingError } from '../errors/consistent-hash-exchange-missing.error';
 import { OrderingTopology } from './ordering-topology.service';
 
@@ -21,7 +21,7 @@ const partition = {
     hashExchange: 'tracking',
     sourceBindings: ['shipment.moved'],
   },
-} as ConsumerDefinition;
+} as unknown as ConsumerPlan;
 
 /**
  * The broker closes the whole connection on an unknown exchange type, and the declaration itself only rejects
@@ -29,7 +29,7 @@ const partition = {
  */
 function declarationWith(
   assertExchange: (model: EventEmitter) => Promise<unknown>,
-): (consumer: ConsumerDefinition) => Promise<void> {
+): (consumer: ConsumerPlan) => Promise<void> {
   const model = new EventEmitter();
   model.on('error', () => undefined);
   const channel = {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Channel, ChannelModel } from 'amqplib';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { ConfigurationError } from '../errors/configuration.error';
 import { ConsistentHashExchangeMissingError } from '../errors/consistent-hash-exchange-missing.error';
 import { errorMessage } from '../util/error-text';
@@ -30,7 +30,7 @@ const PARTITION_WEIGHT = '1';
 @Injectable()
 export class OrderingTopology {
   /** Declares what `consumer` needs when it orders by key, on `channel` of the consumer connection `model`. */
-  async declare(model: ChannelModel, channel: Channel, consumer: ConsumerDefinition): Promise<void> {
+  async declare(model: ChannelModel, channel: Channel, consumer: ConsumerPlan): Promise<void> {
     const ordering = consumer.ordering;
     if (ordering?.mode !== 'key') return;
     await this.declareHashExchange(model, channel, consumer, ordering);
@@ -45,7 +45,7 @@ export class OrderingTopology {
   private async declareHashExchange(
     model: ChannelModel,
     channel: Channel,
-    consumer: ConsumerDefinition,
+    consumer: ConsumerPlan,
     ordering: KeyOrdering,
   ): Promise<void> {
     // NOTE: an unknown exchange type is a connection-level error (503 COMMAND_INVALID): the broker closes the
@@ -75,7 +75,7 @@ export class OrderingTopology {
   /** Fails when partition N exists: the consumer used to have more partitions than it declares now. */
   private async refuseExtraPartitions(
     model: ChannelModel,
-    consumer: ConsumerDefinition,
+    consumer: ConsumerPlan,
     ordering: KeyOrdering,
   ): Promise<void> {
     const extra = partitionQueueName(ordering.baseQueue, ordering.partitions);

@@ -26,7 +26,7 @@ export type ConsumerOrdering =
       /** The consistent-hash exchange that spreads the consumer's messages over its partitions. */
       hashExchange: string;
       /** Routing keys the hash exchange is bound with on the events exchange (the consumer's bindings). */
-      sourceBindings: string[];
+      sourceBindings: readonly string[];
     };
 
 /** The most partitions a key-ordered consumer may have (each is a queue and a dead-letter queue). */
@@ -41,11 +41,12 @@ export const CONSISTENT_HASH_EXCHANGE_TYPE = 'x-consistent-hash';
 /** The plugin that provides it: shipped with RabbitMQ, not enabled by default. */
 export const CONSISTENT_HASH_PLUGIN = 'rabbitmq_consistent_hash_exchange';
 
+/** `@Consume({ ordering })` read and checked, before a key-ordered consumer is split into its partitions. */
+export type ResolvedOrderingOption =
+  { mode: 'none' } | { mode: 'queue' } | { mode: 'key'; partitions: number };
+
 /** Reads `@Consume({ ordering })`, failing with a ConfigurationError that says what is accepted. */
-export function resolveOrderingOption(
-  value: unknown,
-  where: string,
-): { mode: 'none' } | { mode: 'queue' } | { mode: 'key'; partitions: number } {
+export function resolveOrderingOption(value: unknown, where: string): ResolvedOrderingOption {
   if (value === undefined || value === 'none') return { mode: 'none' };
   if (value === 'queue') return { mode: 'queue' };
   if (typeof value === 'object' && value !== null && (value as { by?: unknown }).by === 'key') {

@@ -4,9 +4,9 @@ import type { Channel, ConsumeMessage, MessageProperties } from 'amqplib';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Min, ValidateNested } from 'class-validator';
 import { HEADERS } from '../reliable-messaging.constants';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { InvalidMessageError, type InvalidMessageReason } from '../errors/invalid-message.error';
-import { decodeMiddleware } from './decode.middleware';
+import { decodeStage } from './decode.middleware';
 import { InboundDelivery } from './inbound-delivery';
 
 class OrderLine {
@@ -25,23 +25,16 @@ class OrderPlaced {
 
 const MAX_BYTES = 1024;
 
-function consumer(overrides: Partial<ConsumerDefinition> = {}): ConsumerDefinition {
+/** What the decode stage reads of a consumer's plan. */
+type DecodePlan = Parameters<typeof decodeStage>[0];
+
+function consumer(overrides: Partial<DecodePlan> = {}): DecodePlan {
   return {
     name: 'OrderHandler.onOrderPlaced',
-    queue: 'orders',
-    deadLetterQueue: 'orders.dlq',
-    exchange: 'events',
-    bindings: ['order.placed'],
-    queueType: 'quorum',
-    queueArguments: {},
-    concurrency: 1,
-    prefetch: 1,
     messageClass: OrderPlaced,
     messageTypes: ['order.placed'],
     acceptedMajorVersions: [1],
-    instance: {},
-    methodName: 'onOrderPlaced',
-    options: { queue: 'orders' },
+    maxPayloadBytes: MAX_BYTES,
     ...overrides,
   };
 }
@@ -51,7 +44,7 @@ const VALID = { orderId: 'o-1', totalCents: 500, lines: [{ sku: 'a', qty: 2 }] }
 function delivery(
   body: unknown,
   properties: Partial<MessageProperties> = {},
-  definition: ConsumerDefinition = consumer(),
+  definition: DecodePlan = consumer(),
 ): InboundDelivery {
   const content = Buffer.isBuffer(body)
     ? body
@@ -74,7 +67,7 @@ function delivery(
     },
   } as ConsumeMessage;
   // Decoding never settles, so the channel is never touched.
-  return new InboundDelivery(raw, definition, {} as Channel);
+  return new InboundDelivery(raw, definition as ConsumerPlan, {} as Channel);
 }
 
 /** Runs the decode stage; resolves with what reached the next stage, or the refusal. */
@@ -82,10 +75,7 @@ async function decode(
   target: InboundDelivery,
 ): Promise<{ payload?: unknown; reason?: InvalidMessageReason; message?: string; nextCalled: boolean }> {
   let nextCalled = false;
-  const handler = decodeMiddleware(
-    target.consumer,
-    MAX_BYTES,
-  )(async () => {
+  const handler = decodeStage(target.consumer)(async () => {
     nextCalled = true;
   });
   try {
@@ -97,7 +87,7 @@ async function decode(
   }
 }
 
-describe('decodeMiddleware', () => {
+describe('decodeStage', () => {
   it('hands the next stage a validated instance of the message class, with the envelope and attempt read', async () => {
     const target = delivery(VALID, { headers: { [HEADERS.attempt]: 3 } });
 

@@ -2,7 +2,7 @@ import { InvalidMessageError } from '../errors/invalid-message.error';
 import { readAttempt, readEnvelope } from '../envelope/envelope-reader';
 import { parseJsonBody } from '../envelope/safe-json';
 import { parseSchemaVersion } from '../decorators/message-type.decorator';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { InboundDelivery } from './inbound-delivery';
 import type { MessageMiddleware } from './message-middleware';
 import { payloadValidator } from './payload-validator';
@@ -14,7 +14,13 @@ import { payloadValidator } from './payload-validator';
  * Every refusal is an InvalidMessageError, which is never retried. All of it is synchronous unless the message
  * class has asynchronous constraints, so a delivery usually passes without a promise of this stage's own.
  */
-export function decodeMiddleware(consumer: ConsumerDefinition, maxPayloadBytes: number): MessageMiddleware {
+export function decodeStage(
+  consumer: Pick<
+    ConsumerPlan,
+    'name' | 'messageClass' | 'messageTypes' | 'acceptedMajorVersions' | 'maxPayloadBytes'
+  >,
+): MessageMiddleware {
+  const { maxPayloadBytes } = consumer;
   const acceptedTypes = new Set(consumer.messageTypes);
   const acceptedMajors = new Set(consumer.acceptedMajorVersions);
   const validatePayload = consumer.messageClass ? payloadValidator(consumer.messageClass) : undefined;

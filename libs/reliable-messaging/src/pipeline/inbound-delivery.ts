@@ -1,7 +1,7 @@
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { EntityManager } from 'typeorm';
 import type { Envelope } from '../envelope/envelope';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { MessageContext } from '../context/message-context';
 import type { HandlerDeadline } from '../flow-control/handler-deadline';
 import type { AckBatcher } from '../consuming/ack-batcher';
@@ -35,7 +35,7 @@ export class InboundDelivery {
 
   constructor(
     readonly raw: ConsumeMessage,
-    readonly consumer: ConsumerDefinition,
+    readonly consumer: ConsumerPlan,
     private readonly channel: Channel,
     /** Sends this channel's acks in batches; without it each ack is sent at once. */
     private readonly acks?: AckBatcher,

@@ -1,4 +1,5 @@
 import type { FailureHandler } from '../retry/failure-handler.service';
+import type { StageDependencies } from './pipeline-stage';
 import type { InboundDelivery } from './inbound-delivery';
 import { callNext, type MessageMiddleware } from './message-middleware';
 
@@ -10,7 +11,10 @@ import { callNext, type MessageMiddleware } from './message-middleware';
  * has returned, so its retry never runs beside it, or when the broker's consumer timeout comes near, so the
  * delivery is still settled in time; either way the stage (and so the concurrency slot) ends when it returns.
  */
-export function settleMiddleware(failures: FailureHandler): MessageMiddleware {
+export function settleStage(
+  _plan: unknown,
+  { failures }: Pick<StageDependencies, 'failures'>,
+): MessageMiddleware {
   return (next) => (delivery) =>
     callNext(next, delivery).then(
       () => {

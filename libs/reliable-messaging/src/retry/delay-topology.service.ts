@@ -4,7 +4,7 @@ import { HEADERS } from '../reliable-messaging.constants';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { withDeclarationChannel } from '../amqp/declaration-channel';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import {
   DELAY_RESOLUTION_MS,
   delayLevelName,
@@ -13,7 +13,6 @@ import {
   levelsFor,
   levelTtlMs,
 } from './delay-levels';
-import { FailureHandler } from './failure-handler.service';
 
 /**
  * Declares the retry delay levels (see delay-levels.ts) on every consumer connection, before the consumers'
@@ -25,10 +24,7 @@ import { FailureHandler } from './failure-handler.service';
  */
 @Injectable()
 export class DelayTopology {
-  constructor(
-    private readonly failures: FailureHandler,
-    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
-  ) {}
+  constructor(@Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions) {}
 
   /** The arguments of level `level`'s queue. */
   levelArguments(level: number): Record<string, unknown> {
@@ -49,16 +45,13 @@ export class DelayTopology {
   }
 
   /** How many levels `consumers` need: enough for their longest retry delay plus a redelivery checkpoint's step. */
-  levelCount(consumers: readonly ConsumerDefinition[]): number {
-    const longest = Math.max(
-      0,
-      ...consumers.map((consumer) => this.failures.policyFor(consumer).options.maxDelayMs),
-    );
+  levelCount(consumers: readonly ConsumerPlan[]): number {
+    const longest = Math.max(0, ...consumers.map((consumer) => consumer.retry.options.maxDelayMs));
     return levelsFor(longest + DELAY_RESOLUTION_MS);
   }
 
   /** Declares the levels `consumers` need and the deliver exchange; run before their topology, which binds to it. */
-  async declareLevels(model: ChannelModel, consumers: readonly ConsumerDefinition[]): Promise<void> {
+  async declareLevels(model: ChannelModel, consumers: readonly ConsumerPlan[]): Promise<void> {
     if (consumers.length === 0) return;
     const exchange = this.options.exchange;
     const levels = this.levelCount(consumers);
@@ -77,7 +70,7 @@ export class DelayTopology {
   }
 
   /** Binds the consumer's queue to the deliver exchange on its own name; run with the consumer's topology. */
-  async bindConsumer(channel: Channel, consumer: ConsumerDefinition): Promise<void> {
+  async bindConsumer(channel: Channel, consumer: ConsumerPlan): Promise<void> {
     await channel.bindQueue(consumer.queue, deliverExchangeName(this.options.exchange), '', {
       'x-match': 'all',
       [HEADERS.retryQueue]: consumer.queue,

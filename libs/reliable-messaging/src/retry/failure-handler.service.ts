@@ -1,15 +1,11 @@
-import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
-import { isOrdered, type ConsumerDefinition } from '../consuming/consumer-definition';
+import { Injectable, Logger, Optional } from '@nestjs/common';
+import { isOrdered } from '../consuming/consumer-plan';
 import { DeadLetterService } from '../dead-letter/dead-letter.service';
 import { InvalidMessageError } from '../errors/invalid-message.error';
 import { MessagingMetrics } from '../metrics/messaging-metrics.service';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
 import { errorMessage } from '../util/error-text';
 import { publishWhileHeld } from './publish-while-held';
-import { mergeRetryOptions } from './retry.options';
-import { RetryPolicy } from './retry-policy';
 import { RetryScheduler } from './retry-scheduler.service';
 
 /**
@@ -22,34 +18,17 @@ import { RetryScheduler } from './retry-scheduler.service';
 @Injectable()
 export class FailureHandler {
   private readonly logger = new Logger('ReliableMessaging');
-  private readonly policies = new WeakMap<ConsumerDefinition, RetryPolicy>();
 
   constructor(
     private readonly deadLetters: DeadLetterService,
     private readonly retries: RetryScheduler,
-    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     @Optional() private readonly metrics?: MessagingMetrics,
   ) {}
-
-  /**
-   * The consumer's retry policy: the module's `retry` with the consumer's own `retry` over it. Resolved once;
-   * the pipeline asks for it at startup so a wrong option fails the app's start.
-   */
-  policyFor(consumer: ConsumerDefinition): RetryPolicy {
-    let policy = this.policies.get(consumer);
-    if (!policy) {
-      policy = new RetryPolicy(
-        mergeRetryOptions(this.options.retry, consumer.options.retry, `${consumer.name} retry`),
-      );
-      this.policies.set(consumer, policy);
-    }
-    return policy;
-  }
 
   async handle(delivery: InboundDelivery, error: unknown): Promise<void> {
     // A delivery released at the shutdown deadline goes back to the broker; retrying it too would duplicate it.
     if (delivery.isSettled) return;
-    const decision = this.policyFor(delivery.consumer).decide(error, delivery.attempt);
+    const decision = delivery.consumer.retry.decide(error, delivery.attempt);
     const what = `${delivery.consumer.name} failed on message ${delivery.envelope?.messageId ?? delivery.raw.properties.messageId ?? '?'} (attempt ${delivery.attempt}): ${errorMessage(error)}`;
     if (decision.action === 'dead-letter') {
       this.logger.warn(`${what}; dead-lettering (${decision.reason})`);

@@ -7,8 +7,8 @@ import type { MessageMiddleware } from '../pipeline/message-middleware';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
 import { DELAY_RESOLUTION_MS } from './delay-levels';
 import { publishWhileHeld } from './publish-while-held';
-import type { RetryPolicy } from './retry-policy';
-import type { RetryScheduler } from './retry-scheduler.service';
+import { isOrdered, type ConsumerPlan } from '../consuming/consumer-plan';
+import type { StageDependencies } from '../pipeline/pipeline-stage';
 
 const MAX_REDELIVERIES_HEADER = 10_000;
 
@@ -28,8 +28,16 @@ const MAX_REDELIVERIES_HEADER = 10_000;
  * The count lives in the message's own headers, so it works the same on classic and quorum queues and on every
  * RabbitMQ version, with or without a database: the broker's x-delivery-count changed meaning in RabbitMQ 4.3
  * and classic queues have none. The quorum queue's x-delivery-limit stays only as a backstop.
+ *
+ * Not for ordered consumers: the copy at the tail would let later messages of its key pass it; their retry
+ * stage bounds redeliveries in place (ordering/ordered-retry.middleware.ts).
  */
-export function redeliveryGuardMiddleware(policy: RetryPolicy, scheduler: RetryScheduler): MessageMiddleware {
+export function redeliveryGuardStage(
+  plan: Pick<ConsumerPlan, 'retry' | 'ordering'>,
+  { retries }: Pick<StageDependencies, 'retries'>,
+): MessageMiddleware | undefined {
+  if (isOrdered(plan)) return undefined;
+  const policy = plan.retry;
   const { maxRedeliveries } = policy.options;
   const logger = new Logger('ReliableMessaging');
   const checkpoint = async (delivery: InboundDelivery): Promise<void> => {
@@ -38,7 +46,7 @@ export function redeliveryGuardMiddleware(policy: RetryPolicy, scheduler: RetryS
     const delayMs = DELAY_RESOLUTION_MS + policy.delayBefore(redeliveries + 1);
     const counted = await publishWhileHeld(
       delivery,
-      () => scheduler.checkpointRedelivery(delivery, redeliveries, delayMs),
+      () => retries.checkpointRedelivery(delivery, redeliveries, delayMs),
       `${delivery.consumer.name}: counting a redelivery of ${delivery.raw.properties.messageId ?? 'a message'}`,
       logger,
     );

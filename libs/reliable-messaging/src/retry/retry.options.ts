@@ -78,6 +78,9 @@ export function mergeRetryOptions(
     throw new ConfigurationError(`ReliableMessaging: '${where}' must be an object like { maxAttempts: 6 }`);
   }
   const own = options ?? {};
+  if (own.nonRetryableErrors !== undefined && !Array.isArray(own.nonRetryableErrors)) {
+    throw nonRetryableErrorsError(where);
+  }
   const initialDelayMs = own.initialDelayMs ?? base.initialDelayMs;
   const resolved: ResolvedRetryOptions = {
     maxAttempts: own.maxAttempts ?? base.maxAttempts,
@@ -91,18 +94,17 @@ export function mergeRetryOptions(
   assertInteger(`${where}.initialDelayMs`, resolved.initialDelayMs, 0, MAX_RETRY_DELAY_MS);
   assertInteger(`${where}.maxDelayMs`, resolved.maxDelayMs, resolved.initialDelayMs, MAX_RETRY_DELAY_MS);
   assertInteger(`${where}.maxRedeliveries`, resolved.maxRedeliveries, 0, 1000);
-  if (
-    !Array.isArray(resolved.nonRetryableErrors) ||
-    resolved.nonRetryableErrors.some((c) => typeof c !== 'function')
-  ) {
-    throw new ConfigurationError(
-      `ReliableMessaging: '${where}.nonRetryableErrors' must be a list of error classes, e.g. [PaymentDeclinedError]`,
-    );
-  }
+  if (resolved.nonRetryableErrors.some((c) => typeof c !== 'function')) throw nonRetryableErrorsError(where);
   if (resolved.isRetryable.some((predicate) => typeof predicate !== 'function')) {
     throw new ConfigurationError(
       `ReliableMessaging: '${where}.isRetryable' must be a function (error) => boolean`,
     );
   }
   return resolved;
+}
+
+function nonRetryableErrorsError(where: string): ConfigurationError {
+  return new ConfigurationError(
+    `ReliableMessaging: '${where}.nonRetryableErrors' must be a list of error classes, e.g. [PaymentDeclinedError]`,
+  );
 }

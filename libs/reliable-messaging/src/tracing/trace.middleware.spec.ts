@@ -2,12 +2,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { InMemoryTracing, parentSpanId } from '../../../../test/support/in-memory-tracing';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { InboundDelivery } from '../pipeline/inbound-delivery';
-import { traceMiddleware } from './trace.middleware';
+import { traceStage } from './trace.middleware';
 import { injectCreationContext } from './messaging-tracer';
 
-const consumer = { name: 'Billing.onOrderPlaced', queue: 'billing.order-placed' } as ConsumerDefinition;
+const consumer = { name: 'Billing.onOrderPlaced', queue: 'billing.order-placed' } as ConsumerPlan;
 const channel = { ack: () => undefined, nack: () => undefined } as unknown as Channel;
 
 function delivery(headers: Record<string, unknown>): InboundDelivery {
@@ -25,7 +25,7 @@ function delivery(headers: Record<string, unknown>): InboundDelivery {
   return new InboundDelivery(raw, consumer, channel);
 }
 
-describe('traceMiddleware', () => {
+describe('traceStage', () => {
   let tracing: InMemoryTracing;
 
   beforeAll(() => {
@@ -50,7 +50,7 @@ describe('traceMiddleware', () => {
     request.end();
     let activeInHandler: string | undefined;
 
-    await traceMiddleware(consumer)(async () => {
+    await traceStage(consumer)(async () => {
       activeInHandler = trace.getActiveSpan()?.spanContext().spanId;
     })(delivery(headers));
 
@@ -86,7 +86,7 @@ describe('traceMiddleware', () => {
     propagation.inject(trace.setSpan(ROOT_CONTEXT, parent), headers);
     parent.end();
 
-    await traceMiddleware(consumer)(async () => undefined)(
+    await traceStage(consumer)(async () => undefined)(
       delivery({ traceparent: Buffer.from(headers.traceparent as string) }),
     );
 
@@ -94,8 +94,8 @@ describe('traceMiddleware', () => {
   });
 
   it('starts a new trace for a message without trace headers, and one with a malformed traceparent', async () => {
-    await traceMiddleware(consumer)(async () => undefined)(delivery({}));
-    await traceMiddleware(consumer)(async () => undefined)(delivery({ traceparent: 'not-a-traceparent' }));
+    await traceStage(consumer)(async () => undefined)(delivery({}));
+    await traceStage(consumer)(async () => undefined)(delivery({ traceparent: 'not-a-traceparent' }));
 
     const spans = tracing.named(/^process /);
     expect(spans).toHaveLength(2);
@@ -109,7 +109,7 @@ describe('traceMiddleware', () => {
     const failure = new TypeError('card declined');
 
     await expect(
-      traceMiddleware(consumer)(async () => {
+      traceStage(consumer)(async () => {
         throw failure;
       })(delivery({})),
     ).rejects.toBe(failure);

@@ -1,5 +1,5 @@
 import { context } from '@opentelemetry/api';
-import type { ConsumerDefinition } from '../consuming/consumer-definition';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { MessageHandler, MessageMiddleware } from '../pipeline/message-middleware';
 import { ATTR } from './messaging-semconv';
 import { recordFailure, startProcessSpan } from './messaging-tracer';
@@ -11,7 +11,7 @@ import { isTracingRegistered } from './tracing-registered';
  * trace of the request that caused the message. A failure is recorded on the span and passed on unchanged.
  * Without an OpenTelemetry SDK registered every call here is a no-op, so the stage steps aside.
  */
-export function traceMiddleware(consumer: ConsumerDefinition): MessageMiddleware {
+export function traceStage(consumer: Pick<ConsumerPlan, 'name' | 'queue'>): MessageMiddleware {
   return (next) => {
     const traced: MessageHandler = async (delivery) => {
       const { properties, fields } = delivery.raw;

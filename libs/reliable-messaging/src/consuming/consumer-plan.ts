@@ -1,0 +1,69 @@
+import type { Type } from '@nestjs/common';
+import type { QueueType } from '../reliable-messaging.options';
+import type { ConsumerOrdering } from '../ordering/ordering.options';
+import type { RetryPolicy } from '../retry/retry-policy';
+import type { RateLimit } from '../flow-control/rate-limit.middleware';
+import type { DeadlineSettings } from '../flow-control/deadline.middleware';
+
+/**
+ * Everything one consumer runs with: its `@Consume()` options over the module's defaults, resolved and
+ * validated once at startup (consuming/consumer-planner.ts) and frozen. Topology, the runner and every pipeline
+ * stage read their settings here; nothing reads the decorator's options again. A key-ordered `@Consume()` is one
+ * plan per partition.
+ */
+export interface ConsumerPlan {
+  /** `Class.method`, recorded as the handler in logs, metrics and dead-letter headers. */
+  readonly name: string;
+  /** The provider instance and method the handler runs as. */
+  readonly instance: object;
+  readonly methodName: string;
+
+  /** The durable queue this consumer reads (a partition queue `<queue>.p007` when ordered by key). */
+  readonly queue: string;
+  /** Its dead-letter queue, `<queue>.dlq`. */
+  readonly deadLetterQueue: string;
+  /** The events exchange the queue is bound to. */
+  readonly exchange: string;
+  /** Routing keys bound on the exchange: the message types and `routingKeys`; none for a partition queue. */
+  readonly bindings: readonly string[];
+  /** `queueType`, default the module's `defaultQueueType` (quorum). */
+  readonly queueType: QueueType;
+  /** Every argument the queue is declared with: the module's own (dead-lettering, quorum backstop) win. */
+  readonly queueArguments: Readonly<Record<string, unknown>>;
+  /** The arguments the consumer asks for on top of the module's own: `queueArguments`, and single-active-consumer when ordered. */
+  readonly extraQueueArguments: Readonly<Record<string, unknown>>;
+
+  /** Handlers running at once: `concurrency`, default the module's `defaultConcurrency`; 1 when ordered. */
+  readonly concurrency: number;
+  /** Deliveries the broker sends ahead: `prefetch`, default the module's `defaultPrefetch`, else the concurrency (1 when ordered). */
+  readonly prefetch: number;
+  /** At most `limit` handler starts per `periodMs`; undefined for no limit (the default). */
+  readonly rateLimit?: Readonly<RateLimit>;
+  /** The handler deadline, `deadlineMs` or the module's `defaultDeadlineMs`, and how far it may be extended. */
+  readonly deadline: Readonly<DeadlineSettings>;
+
+  /** The class payloads are validated into; undefined hands the handler the parsed JSON. */
+  readonly messageClass?: Type<object>;
+  /** Message types the handler accepts; a delivery of another type is dead-lettered. Empty accepts any. */
+  readonly messageTypes: readonly string[];
+  /** Schema major versions accepted. Empty accepts any. */
+  readonly acceptedMajorVersions: readonly number[];
+  /** The largest body accepted, the module's `maxPayloadBytes`. */
+  readonly maxPayloadBytes: number;
+
+  /** The retry policy: the module's `retry` with the consumer's own `retry` over it. */
+  readonly retry: RetryPolicy;
+  /**
+   * Present when the consumer deduplicates through the inbox (`dedup`, default on with a `dataSource`). `scope` is
+   * the queue its inbox rows are recorded under: the queue named in `@Consume()`, which the partitions of a
+   * key-ordered consumer share, since a key moves between partitions when their number changes.
+   */
+  readonly dedup?: { readonly scope: string };
+  /** How its messages are ordered; default `{ mode: 'none' }`. */
+  readonly ordering: ConsumerOrdering;
+}
+
+/** Whether a consumer keeps an order (by queue or by key), and so must never let a message leave its place. */
+export function isOrdered(consumer: Pick<ConsumerPlan, 'ordering'>): boolean {
+  return consumer.ordering.mode !== 'none';
+}

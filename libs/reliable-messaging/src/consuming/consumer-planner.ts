@@ -1,0 +1,179 @@
+import type { Type } from '@nestjs/common';
+import type { DiscoveredConsumer } from '../discovery/messaging-explorer.service';
+import { getMessageDefinition } from '../decorators/message-type.decorator';
+import { ConfigurationError } from '../errors/configuration.error';
+import { assertDeadline, maxDeadlineMs } from '../flow-control/deadline-limits';
+import type { RateLimit } from '../flow-control/rate-limit.middleware';
+import { planConsumerOrdering, type QueueArgumentsBuilder } from '../ordering/ordering-plan';
+import { resolveOrderingOption } from '../ordering/ordering.options';
+import {
+  assertInteger,
+  assertName,
+  assertQueueType,
+  type ResolvedMessagingOptions,
+} from '../reliable-messaging.options';
+import { RetryPolicy } from '../retry/retry-policy';
+import { mergeRetryOptions } from '../retry/retry.options';
+import type { ConsumerPlan } from './consumer-plan';
+
+/** A first parameter of these types names no message class: the handler gets the parsed JSON. */
+const PRIMITIVES = new Set<unknown>([Object, String, Number, Boolean, Array, Promise, undefined]);
+
+/** What planning needs besides the consumers: the module's options and the topology's queue arguments. */
+export interface PlanningContext {
+  options: ResolvedMessagingOptions;
+  /** The arguments a queue is declared with (TopologyService.queueArguments). */
+  queueArguments: QueueArgumentsBuilder;
+  /** Reports a setting that works but probably not as meant. */
+  warn: (message: string) => void;
+}
+
+/**
+ * Resolves every `@Consume()` handler into its plans (one per partition when ordered by key), each option
+ * defaulted from the module's and checked; fails startup with a ConfigurationError that says how to fix the
+ * first wrong option, or when two consumers share a queue.
+ */
+export function planConsumers(
+  discovered: readonly DiscoveredConsumer[],
+  context: PlanningContext,
+): ConsumerPlan[] {
+  const plans = discovered.flatMap((consumer) => planConsumer(consumer, context));
+  assertOwnQueues(plans);
+  return plans;
+}
+
+/** The plans of one `@Consume()` handler: itself, or one per partition when ordered by key. */
+export function planConsumer(discovered: DiscoveredConsumer, context: PlanningContext): ConsumerPlan[] {
+  const { options: module, queueArguments, warn } = context;
+  const { instance, methodName, options } = discovered;
+  const name = `${instance.constructor.name}.${methodName}`;
+  const where = `@Consume on ${name}`;
+  if (!options || typeof options.queue !== 'string') {
+    throw new ConfigurationError(
+      `${where}: 'queue' is required, e.g. @Consume({ queue: 'billing.order-placed' })`,
+    );
+  }
+  const queue = options.queue;
+  assertName(`${name} queue`, queue);
+
+  const candidate = options.message ?? discovered.firstParameterType;
+  const messageClass = PRIMITIVES.has(candidate) ? undefined : (candidate as Type<object>);
+  const messageDefinition = getMessageDefinition(messageClass);
+  const messageTypes = [...(options.messageTypes ?? (messageDefinition ? [messageDefinition.type] : []))];
+  const bindings = [...new Set([...messageTypes, ...(options.routingKeys ?? [])])];
+  if (bindings.length === 0) {
+    throw new ConfigurationError(
+      `${where}: nothing to bind; type the first parameter with a @MessageType() class or set messageTypes / routingKeys`,
+    );
+  }
+  const acceptedMajorVersions = [
+    ...(options.acceptedMajorVersions ?? (messageDefinition ? [messageDefinition.major] : [])),
+  ];
+
+  const queueType = options.queueType ?? module.defaultQueueType;
+  assertQueueType(`${name} queueType`, queueType);
+  const concurrency = options.concurrency ?? module.defaultConcurrency;
+  assertInteger(`${name} concurrency`, concurrency, 1, 10_000);
+  const prefetch = options.prefetch ?? module.defaultPrefetch ?? concurrency;
+  assertInteger(`${name} prefetch`, prefetch, 1, 65_535);
+  const deadlineMs = options.deadlineMs ?? module.defaultDeadlineMs;
+  assertDeadline(`${name} deadlineMs`, deadlineMs, module.consumerTimeoutMs);
+  const rateLimit = resolveRateLimit(options.rateLimit, where);
+  const retry = new RetryPolicy(mergeRetryOptions(module.retry, options.retry, `${name} retry`));
+  const dedup = resolveDedup(options.dedup, module.dataSource !== undefined, where);
+  const ordering = resolveOrderingOption(options.ordering, where);
+
+  const extraQueueArguments = { ...options.queueArguments };
+  const unordered: ConsumerPlan = {
+    name,
+    instance,
+    methodName,
+    queue,
+    deadLetterQueue: `${queue}.dlq`,
+    exchange: module.exchange,
+    bindings,
+    queueType,
+    queueArguments: queueArguments(queue, queueType, extraQueueArguments),
+    extraQueueArguments,
+    concurrency,
+    prefetch,
+    rateLimit,
+    deadline: { deadlineMs, limitMs: maxDeadlineMs(module.consumerTimeoutMs) },
+    messageClass,
+    messageTypes,
+    acceptedMajorVersions,
+    maxPayloadBytes: module.maxPayloadBytes,
+    retry,
+    dedup: dedup ? { scope: queue } : undefined,
+    ordering: { mode: 'none' },
+  };
+  return planConsumerOrdering(unordered, ordering, options, queueArguments, warn).map(freeze);
+}
+
+/** Each consumer owns its queue (and dead-letter queue): two handlers on one queue would take turns at random. */
+function assertOwnQueues(plans: readonly ConsumerPlan[]): void {
+  const owners = new Map<string, string>();
+  for (const plan of plans) {
+    const other = owners.get(plan.queue);
+    if (other) {
+      throw new ConfigurationError(
+        `@Consume: ${plan.name} and ${other} both use queue '${plan.queue}'; give each consumer its own queue`,
+      );
+    }
+    owners.set(plan.queue, plan.name);
+  }
+}
+
+function resolveRateLimit(value: unknown, where: string): RateLimit | undefined {
+  if (value === undefined) return undefined;
+  const rateLimit = typeof value === 'object' && value !== null ? (value as Partial<RateLimit>) : undefined;
+  if (
+    rateLimit === undefined ||
+    !isInteger(rateLimit.limit, 1, 1_000_000) ||
+    !isInteger(rateLimit.periodMs, 1, 86_400_000)
+  ) {
+    throw new ConfigurationError(
+      `${where}: 'rateLimit' must be { limit: 1..1000000, periodMs: 1..86400000 }, e.g. { limit: 10, periodMs: 1000 }`,
+    );
+  }
+  return { limit: rateLimit.limit as number, periodMs: rateLimit.periodMs as number };
+}
+
+/** `dedup`, on by default with a dataSource; on without one is refused, since the inbox table lives there. */
+function resolveDedup(value: unknown, hasDataSource: boolean, where: string): boolean {
+  if (value !== undefined && typeof value !== 'boolean') {
+    throw new ConfigurationError(
+      `${where}: 'dedup' must be true or false, got ${typeof value === 'string' ? value : JSON.stringify(value)}`,
+    );
+  }
+  if (value === true && !hasDataSource) {
+    throw new ConfigurationError(
+      `${where}: dedup needs the module's dataSource option, where the inbox table lives; ` +
+        'configure dataSource, or set dedup: false for a handler that is idempotent by construction',
+    );
+  }
+  return value ?? hasDataSource;
+}
+
+function isInteger(value: unknown, min: number, max: number): boolean {
+  return typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max;
+}
+
+/** Freezes a plan and what it owns; the handler's instance and message class stay the application's. */
+function freeze(plan: ConsumerPlan): ConsumerPlan {
+  for (const part of [
+    plan.bindings,
+    plan.messageTypes,
+    plan.acceptedMajorVersions,
+    plan.queueArguments,
+    plan.extraQueueArguments,
+    plan.rateLimit,
+    plan.deadline,
+    plan.dedup,
+    plan.ordering,
+    plan.ordering.mode === 'key' ? plan.ordering.sourceBindings : undefined,
+  ]) {
+    if (part) Object.freeze(part);
+  }
+  return Object.freeze(plan);
+}

@@ -1,0 +1,99 @@
+import 'reflect-metadata';
+import { describe, expect, it, jest } from '@jest/globals';
+import { Injectable, Logger, Scope } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { Test } from '@nestjs/testing';
+import { Consume } from '../decorators/consume.decorator';
+import { MessageType } from '../decorators/message-type.decorator';
+import { Publish } from '../decorators/publish.decorator';
+import { MessagingExplorer } from './messaging-explorer.service';
+import { MessagingMetadataAccessor } from './messaging-metadata.accessor';
+
+@MessageType({ type: 'order.placed' })
+class OrderPlaced {}
+
+@Injectable()
+class Billing {
+  @Consume({ queue: 'billing' })
+  onOrderPlaced(_event: OrderPlaced): void {}
+
+  @Publish()
+  placeOrder(): OrderPlaced {
+    return new OrderPlaced();
+  }
+
+  undecorated(): void {}
+}
+
+class Audit {
+  @Consume({ queue: 'audit', routingKeys: ['#'] })
+  onAny(_event: unknown): void {}
+}
+
+class Ledger {
+  @Consume({ queue: 'ledger', routingKeys: ['#'] })
+  onAny(_event: unknown): void {}
+}
+
+@Injectable({ scope: Scope.REQUEST })
+class PerRequest {
+  @Consume({ queue: 'per-request', routingKeys: ['#'] })
+  onAny(_event: unknown): void {}
+}
+
+async function explore() {
+  const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+  try {
+    const module = await Test.createTestingModule({
+      imports: [DiscoveryModule],
+      providers: [
+        MessagingMetadataAccessor,
+        MessagingExplorer,
+        Billing,
+        PerRequest,
+        { provide: 'AUDIT', useValue: new Audit() },
+        { provide: 'LEDGER', useFactory: () => new Ledger() },
+      ],
+    }).compile();
+    const found = module.get(MessagingExplorer).explore();
+    return { ...found, warnings: warn.mock.calls.map(([message]) => String(message)) };
+  } finally {
+    warn.mockRestore();
+  }
+}
+
+describe('MessagingExplorer', () => {
+  it('finds @Consume() methods on class, useValue and useFactory providers, with their first parameter type', async () => {
+    const { consumers } = await explore();
+
+    expect(
+      consumers.map((c) => [
+        c.instance.constructor.name,
+        c.methodName,
+        c.options.queue,
+        c.firstParameterType,
+      ]),
+    ).toEqual([
+      ['Billing', 'onOrderPlaced', 'billing', OrderPlaced],
+      ['Audit', 'onAny', 'audit', Object],
+      ['Ledger', 'onAny', 'ledger', Object],
+    ]);
+  });
+
+  it('finds @Publish() methods', async () => {
+    const { publishers } = await explore();
+
+    expect(publishers.map((p) => [p.instance.constructor.name, p.methodName, p.options])).toEqual([
+      ['Billing', 'placeOrder', {}],
+    ]);
+  });
+
+  it('skips the decorated methods of request-scoped providers with a warning', async () => {
+    const { consumers, warnings } = await explore();
+
+    expect(consumers.map((c) => c.options.queue)).not.toContain('per-request');
+    expect(warnings).toEqual([
+      'PerRequest.onAny is request-scoped or transient; messaging decorators there are skipped',
+    ]);
+  });
+});

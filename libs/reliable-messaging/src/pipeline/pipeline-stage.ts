@@ -1,0 +1,34 @@
+import type { ConsumerPlan } from '../consuming/consumer-plan';
+import type { DatabaseAvailability } from '../database/database-availability.service';
+import type { TransactionContext } from '../database/transaction-context.service';
+import type { OverdueHandlers } from '../flow-control/overdue-handlers.service';
+import type { InboxStats } from '../inbox/inbox-stats.service';
+import type { InboxStore } from '../inbox/inbox-store.service';
+import type { MessagingMetrics } from '../metrics/messaging-metrics.service';
+import type { FailureHandler } from '../retry/failure-handler.service';
+import type { RetryScheduler } from '../retry/retry-scheduler.service';
+import type { MessageMiddleware } from './message-middleware';
+
+/** The module's services the stages use, gathered once by the ReliabilityPipeline. */
+export interface StageDependencies {
+  /** Retries or dead-letters a failed delivery, or gives a held one back to its queue. */
+  failures: FailureHandler;
+  /** Publishes redelivery checkpoints through the delay levels. */
+  retries: RetryScheduler;
+  metrics: MessagingMetrics;
+  /** Handlers still running past their deadline, per queue. */
+  overdue: OverdueHandlers;
+  /** Aborts when the app starts shutting down: an ordered retry stops waiting and hands its delivery back. */
+  shutdown: AbortSignal;
+  /** The database's availability; undefined when the module has no `dataSource`. */
+  database?: DatabaseAvailability;
+  /** The inbox's table and transactions, used by deduplicating consumers. */
+  inbox: { store: InboxStore; stats: InboxStats; transactions: TransactionContext };
+}
+
+/**
+ * How every reliability stage is built, once per consumer at startup: from the consumer's plan and the
+ * module's services, a middleware, or undefined when the stage has nothing to do for this consumer. A stage
+ * declares what it reads by the `Pick<>` of its parameters.
+ */
+export type PipelineStage = (plan: ConsumerPlan, deps: StageDependencies) => MessageMiddleware | undefined;
