@@ -156,6 +156,29 @@ describe('outbox relay: rows it cannot publish', () => {
     expect((await rowOf(db, '"sku":"sku-1"')).status).toBe('published');
     expect(app.get(OutboxRelay).stats.failed).toBeGreaterThanOrEqual(2);
   });
+
+  it('keeps relaying after a run of refusals replaced the publisher channel, with nothing else publishing', async () => {
+    const refusing = broker.name('refusing');
+    const channel = await broker.openChannel();
+    await channel.assertQueue(refusing, {
+      durable: false,
+      arguments: { 'x-max-length': 0, 'x-overflow': 'reject-publish' },
+    });
+    await channel.bindQueue(refusing, exchange, 'ledger.refused');
+    // Refusals in a row for over a second make the publisher replace its channel; nothing publishes after that.
+    const reopened = () => app.logger.find('warn', /opening a new publisher channel/).length > 0;
+    const giveUpAt = Date.now() + 10_000;
+    for (let n = 0; !reopened(); n++) {
+      await expect(
+        publisher.publishNow({ type: 'ledger.refused', payload: { n } }, { idempotencyKey: `refused-${n}` }),
+      ).rejects.toThrow(/refused/);
+      if (Date.now() > giveUpAt) throw new Error('the publisher never replaced its channel');
+    }
+
+    await db.dataSource.transaction((manager) => publisher.publish(placed('after-reopen'), { manager }));
+    expect((await waitForRow(db, 'after-reopen', (row) => row.status === 'published')).attempts).toBe(0);
+    await channel.deleteQueue(refusing);
+  });
 });
 
 describe('outbox relay: backlog, a relay in another process, pruning', () => {

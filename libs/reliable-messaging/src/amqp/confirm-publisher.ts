@@ -58,8 +58,16 @@ export class ConfirmPublisher {
     await this.open(model);
   }
 
-  /** True while a confirm channel is open. */
+  /**
+   * True while a confirm channel is open, or the publisher connection is up so that a publish opens one (after a
+   * channel was replaced, say). The outbox relay publishes only while this holds.
+   */
   get isReady(): boolean {
+    return this.channel !== undefined || this.connection.model !== undefined;
+  }
+
+  /** True while a confirm channel is open: a publish that failed meanwhile lost its channel, not the broker's favour. */
+  get hasChannel(): boolean {
     return this.channel !== undefined;
   }
 
@@ -176,6 +184,10 @@ export class ConfirmPublisher {
     this.channel = undefined;
     this.opening = undefined;
     channel.close().catch(() => undefined);
+    // Opened now rather than by the next publish, so that nobody waits on a channel that is not there.
+    this.ready().catch((error: unknown) =>
+      this.logger.warn(`opening a new publisher channel failed: ${errorMessage(error)}`),
+    );
   }
 
   /**

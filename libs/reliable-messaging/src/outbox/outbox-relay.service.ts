@@ -228,7 +228,7 @@ export class OutboxRelay {
       if (error instanceof UnroutableMessageError) return this.parked(row, `unroutable: ${error.message}`);
       // The channel or connection went away: the row was not refused, so it goes again once reconnected,
       // without counting as a failed attempt.
-      if (!this.confirms.isReady) return { id: row.id, outcome: 'released' };
+      if (!this.confirms.hasChannel) return { id: row.id, outcome: 'released' };
       const { initialMs, maxMs } = this.options.outbox.retryDelay;
       return {
         id: row.id,
