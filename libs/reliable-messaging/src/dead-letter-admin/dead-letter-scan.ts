@@ -21,7 +21,9 @@ export interface DeadLetterScanResult {
 /**
  * Reads the dead-letter queues in turn, calling `visit` for each message matching the filter, up to `limit`
  * matches. Every queue is opened first, so the progress total is known; each reader is closed (returning the
- * messages it still holds) when its queue is done or the scan ends.
+ * messages it still holds) when its queue is done or the scan ends. A dead letter that came back during the scan
+ * (a replayed message that failed again: the same message id, dead-lettered more often) is left for the next
+ * scan, so one replay never replays a message twice; copies with the same count are each visited.
  */
 export async function scanDeadLetters(
   model: ChannelModel,
@@ -37,6 +39,7 @@ export async function scanDeadLetters(
     const total = readers.reduce((sum, reader) => sum + reader.depth, 0);
     let scanned = 0;
     let matched = 0;
+    const visitedCounts = new Map<string, number>();
     onProgress?.(0, total);
     for (const reader of readers) {
       for (;;) {
@@ -47,6 +50,11 @@ export async function scanDeadLetters(
         onProgress?.(scanned, total);
         const deadLetter = readDeadLetter(message, reader.queue);
         if (!matchesFilter(deadLetter, filter)) continue;
+        if (deadLetter.messageId !== undefined) {
+          const visited = visitedCounts.get(deadLetter.messageId);
+          if (visited !== undefined && deadLetter.deadLetterCount > visited) continue;
+          visitedCounts.set(deadLetter.messageId, deadLetter.deadLetterCount);
+        }
         matched++;
         if (!(await visit(reader, message, deadLetter))) return { scanned, more: scanned < total };
       }
