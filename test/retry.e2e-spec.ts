@@ -33,7 +33,7 @@ const INITIAL_DELAY_MS = 200;
 const MAX_DELAY_MS = 10_000;
 /**
  * Rounding to the 100 ms resolution, one hop per delay level, and the consumer's own turnaround, on a 2-core
- * machine running the rest of the suite (a full run saw 246 ms); still below any ceiling from the second on, so a
+ * machine running the rest of the suite (a full run saw 246 ms); below the ceilings from the third attempt on, so a
  * delay that went to a level twice too long fails.
  */
 const TIMING_TOLERANCE_MS = 400;
