@@ -1,7 +1,8 @@
 import { Injectable, Module, type DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { ChannelModel, ConsumeMessage } from 'amqplib';
-import { Consume, ConsumerRegistry, ReliableMessagingModule, type QueueType } from '@app/reliable-messaging';
+import { Consume, ReliableMessagingModule, type QueueType } from '@app/reliable-messaging';
+import { ConsumerRegistry } from '@app/reliable-messaging/operations';
 import { BenchOrderPlaced, rawEnvelope } from './bench-message';
 import {
   alternate,

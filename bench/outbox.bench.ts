@@ -4,11 +4,11 @@ import type { ChannelModel, ConfirmChannel } from 'amqplib';
 import type { EntityManager } from 'typeorm';
 import {
   MessagePublisher,
-  OutboxRelay,
   ReliableMessagingModule,
   type QueueType,
   type ReliableMessagingModuleOptions,
 } from '@app/reliable-messaging';
+import { OutboxRelay } from '@app/reliable-messaging/operations';
 import { benchMessage, rawEnvelope } from './bench-message';
 import { createBenchDatabase, type BenchDatabase } from './bench-database';
 import { pgbenchFloor } from './pgbench-floor';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import type { Channel, ChannelModel } from 'amqplib';
-import { ConsumerConnection } from '@app/reliable-messaging';
+import { ConsumerConnection } from '@app/reliable-messaging/operations';
 import { TopologyService } from '@app/reliable-messaging/amqp/topology.service';
 import type { ConsumerPlan } from '@app/reliable-messaging/consuming/consumer-plan';
 import { ConsumerRunner } from '@app/reliable-messaging/consuming/consumer-runner';

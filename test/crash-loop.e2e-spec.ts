@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { DEAD_LETTER_HEADERS, HEADERS } from '@app/reliable-messaging';
+import { HEADERS } from '@app/reliable-messaging';
+import { DEAD_LETTER_HEADERS } from '@app/reliable-messaging/dead-letters';
 import { ChildApp } from './support/child-app';
 import { TestBroker } from './support/test-broker';
 

@@ -7,14 +7,8 @@ import { join } from 'node:path';
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { IsString } from 'class-validator';
-import {
-  Consume,
-  DEAD_LETTER_HEADERS,
-  MessagePublisher,
-  MessageType,
-  ReliableMessagingModule,
-} from '@app/reliable-messaging';
-import { DeadLetterAdminModule } from '@app/reliable-messaging/dead-letters';
+import { Consume, MessagePublisher, MessageType, ReliableMessagingModule } from '@app/reliable-messaging';
+import { DEAD_LETTER_HEADERS, DeadLetterAdminModule } from '@app/reliable-messaging/dead-letters';
 import { uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

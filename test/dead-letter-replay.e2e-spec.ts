@@ -3,14 +3,17 @@ import { Injectable } from '@nestjs/common';
 import { IsInt, IsString } from 'class-validator';
 import {
   Consume,
-  DEAD_LETTER_HEADERS,
   HEADERS,
-  InboxStats,
   MessageType,
   NonRetryableError,
   type MessageContext,
 } from '@app/reliable-messaging';
-import { DeadLetterOperations, InvalidDeadLetterQueryError } from '@app/reliable-messaging/dead-letters';
+import {
+  DEAD_LETTER_HEADERS,
+  DeadLetterOperations,
+  InvalidDeadLetterQueryError,
+} from '@app/reliable-messaging/dead-letters';
+import { InboxStats } from '@app/reliable-messaging/operations';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';

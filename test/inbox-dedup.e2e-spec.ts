@@ -2,14 +2,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { Injectable } from '@nestjs/common';
 import { IsString } from 'class-validator';
 import type { DataSource } from 'typeorm';
-import {
-  Consume,
-  InboxStats,
-  MessagePublisher,
-  MessageType,
-  type MessageContext,
-} from '@app/reliable-messaging';
-import { InboxPruner } from '@app/reliable-messaging/inbox/inbox-pruner.service';
+import { Consume, MessagePublisher, MessageType, type MessageContext } from '@app/reliable-messaging';
+import { InboxStats } from '@app/reliable-messaging/operations';
+import { InboxPruner } from '@app/reliable-messaging/operations';
 import { createMessagingDatabase, outboxRows, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, queueCounts, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';

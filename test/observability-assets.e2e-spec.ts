@@ -7,7 +7,7 @@ import { IsString } from 'class-validator';
 import { Registry } from 'prom-client';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { Consume, MessageType } from '@app/reliable-messaging';
-import { DEFAULT_SHUTDOWN_TIMEOUT_MS } from '@app/reliable-messaging/reliable-messaging.options';
+import { DEFAULT_SHUTDOWN_TIMEOUT_MS } from '@app/reliable-messaging/operations';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';

@@ -2,13 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { IsInt, IsString } from 'class-validator';
 import { Registry, type Counter } from 'prom-client';
-import {
-  Consume,
-  MessageType,
-  STALE_MESSAGES_METRIC,
-  VersionGuard,
-  type MessageContext,
-} from '@app/reliable-messaging';
+import { Consume, MessageType, VersionGuard, type MessageContext } from '@app/reliable-messaging';
+import { STALE_MESSAGES_METRIC } from '@app/reliable-messaging/operations';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { TestBroker } from './support/test-broker';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DataSource, type QueryRunner } from 'typeorm';
-import { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from '@app/reliable-messaging';
+import { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from '@app/reliable-messaging/typeorm';
 import { OutboxStore } from '@app/reliable-messaging/outbox/outbox-store.service';
 import type { ResolvedMessagingOptions } from '@app/reliable-messaging/reliable-messaging.options';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';

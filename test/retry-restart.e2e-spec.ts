@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { delayLevelNames, HEADERS } from '@app/reliable-messaging';
+import { HEADERS } from '@app/reliable-messaging';
+import { delayLevelNames } from '@app/reliable-messaging/operations';
 import { ChildApp } from './support/child-app';
 import { queueCounts } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';

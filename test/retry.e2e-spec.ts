@@ -3,12 +3,12 @@ import { Injectable } from '@nestjs/common';
 import { IsIn, IsString } from 'class-validator';
 import {
   Consume,
-  DEAD_LETTER_HEADERS,
   HEADERS,
   MessageType,
   NonRetryableError,
   type MessageContext,
 } from '@app/reliable-messaging';
+import { DEAD_LETTER_HEADERS } from '@app/reliable-messaging/dead-letters';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

@@ -4,11 +4,11 @@ import { promisify } from 'node:util';
 import { Module, type INestApplicationContext, type LoggerService, type Provider } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import {
-  ConsumerRegistry,
   MessagePublisher,
   ReliableMessagingModule,
   type ReliableMessagingModuleOptions,
 } from '@app/reliable-messaging';
+import { ConsumerRegistry } from '@app/reliable-messaging/operations';
 import type { TestBroker } from './test-broker';
 
 const run = promisify(execFile);

@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from '@app/reliable-messaging';
+import { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from '@app/reliable-messaging/typeorm';
 import { createTestDatabase, type TestDatabase } from './test-database';
 
 /** A spec's own database with the messaging module's migrations applied, and a DataSource on it. */

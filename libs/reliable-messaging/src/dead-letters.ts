@@ -15,6 +15,9 @@ export {
 export { DeadLetterAdminModule } from './dead-letter-admin/http/dead-letter-admin.module';
 export type { DeadLetterAdminOptions } from './dead-letter-admin/http/dead-letter-admin.options';
 
+/** The headers a dead letter gains (reason, error, origin), beside its original headers and body. */
+export { DEAD_LETTER_HEADERS } from './reliable-messaging.constants';
+
 /** The operations the command line and the HTTP API share, for scripts and tests of your own. */
 export { DeadLetterOperations } from './dead-letter-admin/dead-letter-operations.service';
 export type { DeadLetterSelection } from './dead-letter-admin/dead-letter-selection';

@@ -1,76 +1,70 @@
+/**
+ * Reliable messaging over RabbitMQ for NestJS, imported as `@app/reliable-messaging`: what an application touches
+ * to consume, publish and run. The rest has its own entry point:
+ *
+ * - `@app/reliable-messaging/typeorm`: the outbox, inbox and audit entities and their migrations;
+ * - `@app/reliable-messaging/dead-letters`: the `dlq` command line, the HTTP admin module and their operations;
+ * - `@app/reliable-messaging/operations`: monitors, stats, connections and the names of the broker objects the
+ *   module declares, for operators' scripts and harnesses;
+ * - `@app/reliable-messaging/testing`: fault points for tests that must stop the module at an exact moment.
+ */
+
+/** The module: `ReliableMessagingModule.forRoot(options)` or `forRootAsync(...)` in the app's root module. */
 export { ReliableMessagingModule } from './reliable-messaging.module';
-export {
-  RELIABLE_MESSAGING_MODULE_OPTIONS,
-  RESOLVED_MESSAGING_OPTIONS,
-} from './reliable-messaging-module-definition';
+/** The module's options, and the queue type consumers get unless they choose another. */
 export type { ReliableMessagingModuleOptions, QueueType } from './reliable-messaging.options';
-export { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from './reliable-messaging.schema';
+/** The transactional outbox's options (`outbox` in the module's options). */
 export type { OutboxOptions } from './outbox/outbox.options';
-export { OutboxMessageEntity, type OutboxStatus } from './outbox/outbox-message.entity';
-export { CreateOutbox1767225600000 } from './outbox/create-outbox.migration';
-export { OutboxMonitor } from './outbox/outbox-monitor.service';
-export type { OutboxBacklog, ParkedRow } from './outbox/outbox-store.service';
-export { OutboxRelay, type OutboxRelayStats } from './outbox/outbox-relay.service';
+/** The inbox's options (`inbox`): how long handled message ids are kept, how often they are pruned. */
 export type { InboxOptions } from './inbox/inbox.options';
-export { InboxMessageEntity } from './inbox/inbox-message.entity';
-export { CreateInbox1767225600001 } from './inbox/create-inbox.migration';
-export { InboxStats, type DuplicateDelivery } from './inbox/inbox-stats.service';
+/** A retry policy (module-wide `retry`, or per consumer), and the classes of error it tells apart. */
 export type { RetryOptions, ErrorClass } from './retry/retry.options';
-export { delayLevelNames, deliverExchangeName, DELAY_RESOLUTION_MS } from './retry/delay-levels';
-export { DeadLetterMonitor, type DeadLetterQueueStats } from './dead-letter/dead-letter-monitor.service';
-export { DeadLetterOperations } from './dead-letter-admin/dead-letter-operations.service';
-export type { DeadLetterSelection } from './dead-letter-admin/dead-letter-selection';
-export type {
-  DeadLetterOperationOptions,
-  DeadLetterOperationResult,
-  DeadLetterListResult,
-} from './dead-letter-admin/dead-letter-operation';
-export type { DeadLetter } from './dead-letter/dead-letter-record';
-export type { DeadLetterFilter } from './dead-letter-admin/dead-letter-filter';
-export { DeadLetterAudit, type DeadLetterAuditRecord } from './dead-letter-admin/dead-letter-audit.service';
-export {
-  DeadLetterAuditEntity,
-  type DeadLetterAuditAction,
-  type DeadLetterAuditOutcome,
-} from './dead-letter-admin/dead-letter-audit.entity';
-export { CreateDeadLetterAudit1767225600003 } from './dead-letter-admin/create-dead-letter-audit.migration';
-export { DeadLetterAdminModule } from './dead-letter-admin/http/dead-letter-admin.module';
-export type { DeadLetterAdminOptions } from './dead-letter-admin/http/dead-letter-admin.options';
-export {
-  createDeadLetterCli,
-  runDeadLetterCli,
-  type DeadLetterCliIo,
-} from './dead-letter-admin/cli/dead-letter-cli';
-export { HEADERS, DEAD_LETTER_HEADERS, RMQ_CONTEXT_TYPE } from './reliable-messaging.constants';
-export { Consume, type ConsumeOptions } from './decorators/consume.decorator';
-export { Publish, type PublishDecoratorOptions } from './decorators/publish.decorator';
-export { MessageType, type MessageTypeOptions } from './decorators/message-type.decorator';
-export type { MessageContext } from './context/message-context';
-export type { Envelope } from './envelope/envelope';
-export { MessagePublisher, type PublishReceipt } from './publishing/message-publisher.service';
-export type { PublishOptions, RawMessage } from './publishing/publish-options';
-export type { AmqpConnection, ConnectionRole, ConnectionState } from './amqp/amqp-connection.service';
-export { ConsumerConnection } from './amqp/consumer-connection.service';
-export { PublisherConnection } from './amqp/publisher-connection.service';
-export { ConsumerRegistry } from './consuming/consumer-registry.service';
-export type { ConsumerStatus } from './consuming/consumer-runner';
-export { MessagingLifecycle } from './lifecycle/messaging-lifecycle';
-export { MessagingHealth } from './health/messaging-health.service';
-export { MessagingMetrics } from './metrics/messaging-metrics.service';
+/** A consumer's rate limit (`@Consume({ rateLimit })`). */
 export type { RateLimit } from './flow-control/rate-limit.middleware';
+/** A consumer's ordering (`@Consume({ ordering })`): single active consumer or partitions by ordering key. */
 export type { OrderingOption } from './ordering/ordering.options';
-export { VersionGuard, STALE_MESSAGES_METRIC, type VersionCheck } from './ordering/version-guard.service';
-export { compareVersions, isNewerVersion, type Version } from './ordering/version';
-export { ConsistentHashExchangeMissingError } from './errors/consistent-hash-exchange-missing.error';
-export { HandlerDeadlineExceededError } from './errors/handler-deadline-exceeded.error';
+
+/** Marks a provider method as the handler of a queue. */
+export { Consume, type ConsumeOptions } from './decorators/consume.decorator';
+/** Publishes a method's return value through the outbox (or directly) once the method has returned. */
+export { Publish, type PublishDecoratorOptions } from './decorators/publish.decorator';
+/** Names and versions a message class, and sets how its payload is validated. */
+export { MessageType, type MessageTypeOptions } from './decorators/message-type.decorator';
+
+/** What a handler receives beside the payload: ids, attempt, headers, the transaction's manager. */
+export type { MessageContext } from './context/message-context';
+/** A message as it travels: payload and the envelope's fields (docs/envelope.md). */
+export type { Envelope } from './envelope/envelope';
+/** The envelope's header names, for clients that publish or read messages without the module. */
+export { HEADERS } from './reliable-messaging.constants';
+/** The context type handlers run under, for guards, interceptors and filters (`host.getType() === 'rmq'`). */
+export { RMQ_CONTEXT_TYPE } from './reliable-messaging.constants';
+/** Discards a message that is not newer than the state a handler holds, and counts the discard. */
+export { VersionGuard, type VersionCheck } from './ordering/version-guard.service';
+
+/** The injectable publisher: `publish()` in the caller's transaction (outbox) or with a broker confirm. */
+export { MessagePublisher, type PublishReceipt } from './publishing/message-publisher.service';
+/** What `publish()` takes: per-message options, and a raw message for clients of other envelopes. */
+export type { PublishOptions, RawMessage } from './publishing/publish-options';
+
+/** Terminus indicators for liveness and readiness (`/health/live`, `/health/ready`). */
+export { MessagingHealth } from './health/messaging-health.service';
+/** The module's counters and histograms, and the registry they are on, to serve `/metrics`. */
+export { MessagingMetrics } from './metrics/messaging-metrics.service';
+
+/** Thrown by a handler: the failure is permanent, so the message is dead-lettered at once. */
 export { NonRetryableError } from './errors/non-retryable.error';
+/** The handler ran past its consumer's deadline; the attempt is abandoned and retried. */
+export { HandlerDeadlineExceededError } from './errors/handler-deadline-exceeded.error';
+/** A message came back more times than the redelivery limit allows: the process keeps dying on it. */
 export { RedeliveryLimitError } from './errors/redelivery-limit.error';
-export { InvalidDeadLetterQueryError } from './errors/invalid-dead-letter-query.error';
-export { DeadLetterNotFoundError } from './errors/dead-letter-not-found.error';
+/** A message that cannot be decoded or fails validation, and why. */
 export { InvalidMessageError, type InvalidMessageReason } from './errors/invalid-message.error';
+/** An option is wrong, or the broker cannot hold the declared topology: thrown at startup, saying how to fix it. */
 export { ConfigurationError } from './errors/configuration.error';
+/** `publish()` with an outbox, called outside any transaction: nothing for the message to commit with. */
 export { NoTransactionError } from './errors/no-transaction.error';
-export { TopologyMismatchError } from './errors/topology-mismatch.error';
+/** A publish failed; the subclasses say how. */
 export {
   PublishError,
   PublishRejectedError,

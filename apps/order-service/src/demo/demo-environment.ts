@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ChannelModel } from 'amqplib';
-import { delayLevelNames, deliverExchangeName } from '@app/reliable-messaging/retry/delay-levels';
+import { delayLevelNames, deliverExchangeName } from '@app/reliable-messaging/operations';
 import { Client } from 'pg';
 import { messagingNames, type MessagingNames } from '../config/messaging-names';
 

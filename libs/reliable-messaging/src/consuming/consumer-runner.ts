@@ -1,12 +1,12 @@
 import { Logger } from '@nestjs/common';
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
+import pLimit, { type LimitFunction } from 'p-limit';
 import type { AmqpConnection } from '../amqp/amqp-connection.service';
 import type { TopologyService } from '../amqp/topology.service';
 import { InboundDelivery } from '../pipeline/inbound-delivery';
 import type { MessageHandler } from '../pipeline/message-middleware';
 import { fullJitterDelay, sleep } from '../util/backoff';
 import { errorMessage } from '../util/error-text';
-import { Semaphore } from '../util/semaphore';
 import { consumerTimeoutArguments } from '../flow-control/consumer-timeout';
 import { maxDeadlineMs } from '../flow-control/deadline-limits';
 import type { ConsumerPlan } from './consumer-plan';
@@ -35,7 +35,8 @@ export interface DrainResult {
  */
 export class ConsumerRunner {
   private readonly logger = new Logger('ReliableMessaging');
-  private readonly semaphore: Semaphore;
+  /** Bounds the deliveries in the pipeline at once; a finished one's slot goes to the longest waiting. */
+  private readonly slots: LimitFunction;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly deliveries = new Set<InboundDelivery>();
   private channel?: Channel;
@@ -59,7 +60,7 @@ export class ConsumerRunner {
     /** The broker's acknowledgement timeout for this consumer, sent where the broker supports it. */
     private readonly consumerTimeoutMs?: number,
   ) {
-    this.semaphore = new Semaphore(definition.concurrency);
+    this.slots = pLimit(definition.concurrency);
     this.holdLimitMs =
       consumerTimeoutMs === undefined ? Number.POSITIVE_INFINITY : maxDeadlineMs(consumerTimeoutMs);
   }
@@ -182,9 +183,9 @@ export class ConsumerRunner {
       this.inFlight.delete(task);
       this.deliveries.delete(delivery);
     };
-    const task: Promise<void> = this.semaphore
+    const task: Promise<void> = this
       // A delivery released while it waited for a slot (its channel closed) is the broker's again.
-      .run(() => (delivery.isSettled ? Promise.resolve() : this.handler(delivery)))
+      .slots(() => (delivery.isSettled ? Promise.resolve() : this.handler(delivery)))
       .then(finished, (error: unknown) => {
         try {
           this.logger.error(`${this.definition.name}: pipeline failed: ${errorMessage(error)}`);

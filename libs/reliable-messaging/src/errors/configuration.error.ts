@@ -1,4 +1,8 @@
-/** A module or decorator option is wrong; the message says which one and how to fix it. Thrown at startup. */
+/**
+ * A module or decorator option is wrong, or the broker cannot hold the topology the app declares; the message says
+ * which one and how to fix it. Thrown at startup. TopologyMismatchError and ConsistentHashExchangeMissingError are
+ * the broker's cases.
+ */
 export class ConfigurationError extends Error {
-  override readonly name = 'ConfigurationError';
+  override readonly name: string = 'ConfigurationError';
 }

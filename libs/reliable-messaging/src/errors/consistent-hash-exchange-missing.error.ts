@@ -1,8 +1,10 @@
+import { ConfigurationError } from './configuration.error';
+
 /**
  * A consumer orders by key, which needs RabbitMQ's consistent-hash exchange type, and the broker does not have
  * it: the `rabbitmq_consistent_hash_exchange` plugin (shipped with RabbitMQ) is not enabled. Thrown at startup.
  */
-export class ConsistentHashExchangeMissingError extends Error {
+export class ConsistentHashExchangeMissingError extends ConfigurationError {
   override readonly name = 'ConsistentHashExchangeMissingError';
   constructor(
     readonly consumer: string,

@@ -1,8 +1,10 @@
+import { ConfigurationError } from './configuration.error';
+
 /**
  * A queue or exchange already exists on the broker with arguments other than the ones this app declares.
  * RabbitMQ refuses to change them in place; the message says which argument differs and what to do.
  */
-export class TopologyMismatchError extends Error {
+export class TopologyMismatchError extends ConfigurationError {
   override readonly name = 'TopologyMismatchError';
   constructor(
     readonly kind: 'queue' | 'exchange',

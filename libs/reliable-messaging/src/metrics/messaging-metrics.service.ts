@@ -22,6 +22,9 @@ const CONFIRM_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
  * are read on scrape live in MetricsCollector. Every name starts with `rm_`; labels are bounded (queue names
  * come from the code, message types from each consumer's declared types).
  */
+/** The metric counting messages a handler discarded as older than the state it holds (VersionGuard). */
+export const STALE_MESSAGES_METRIC = 'rm_stale_messages_discarded_total';
+
 @Injectable()
 export class MessagingMetrics {
   /** The registry the module's metrics are on. */
@@ -42,6 +45,8 @@ export class MessagingMetrics {
   readonly handlerDuration: Histogram<QueueTypeLabels | 'outcome'>;
   /** Now minus the message's `occurredAt`, when its handler finishes. */
   readonly consumerLag: Histogram<QueueTypeLabels>;
+  /** Messages a handler discarded through VersionGuard as not newer than the state it holds. */
+  readonly staleDiscarded: Counter<QueueTypeLabels>;
   /** Time from a publish to the broker's confirm, by outcome (`confirmed` or the error class). */
   readonly publishConfirmDuration: Histogram<'exchange' | 'outcome'>;
 
@@ -90,6 +95,11 @@ export class MessagingMetrics {
       "Now minus the message's occurredAt when its handler finishes.",
       ['queue', 'type'],
       LAG_BUCKETS,
+    );
+    this.staleDiscarded = this.counter(
+      STALE_MESSAGES_METRIC,
+      'Messages discarded by their handler because the state it holds is as new or newer.',
+      ['queue', 'type'],
     );
     this.publishConfirmDuration = this.histogram(
       'rm_publish_confirm_duration_seconds',

@@ -1,13 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { Counter } from 'prom-client';
 import type { MessageContext } from '../context/message-context';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { MessagingMetrics } from '../metrics/messaging-metrics.service';
-import { messageTypeLabeller, OTHER_TYPE } from '../metrics/message-type-label';
+import { OTHER_TYPE } from '../metrics/message-type-label';
 import { isNewerVersion, type Version } from './version';
-
-/** The metric counting messages a handler discarded as older than the state it holds. */
-export const STALE_MESSAGES_METRIC = 'rm_stale_messages_discarded_total';
 
 /** The version a handler holds and the one a message brings, for `VersionGuard.isStale()`. */
 export interface VersionCheck {
@@ -31,23 +27,11 @@ export interface VersionCheck {
 @Injectable()
 export class VersionGuard {
   private readonly logger = new Logger('ReliableMessaging');
-  private readonly discarded: Counter<'queue' | 'type'>;
-  private readonly labellers = new Map<string, (type: unknown) => string>();
 
   constructor(
-    metrics: MessagingMetrics,
+    private readonly metrics: MessagingMetrics,
     private readonly registry: ConsumerRegistry,
-  ) {
-    this.discarded = metrics.own(
-      STALE_MESSAGES_METRIC,
-      new Counter({
-        name: STALE_MESSAGES_METRIC,
-        help: 'Messages discarded by their handler because the state it holds is as new or newer.',
-        labelNames: ['queue', 'type'],
-        registers: [],
-      }),
-    );
-  }
+  ) {}
 
   /**
    * True when the message is stale (its version is not newer than the one held): the handler should return
@@ -68,7 +52,7 @@ export class VersionGuard {
    * `UPDATE ... WHERE version < :incoming` that touched no row).
    */
   discard(ctx: MessageContext, detail = 'not newer than the state held'): void {
-    this.discarded.inc({ queue: ctx.queue, type: this.typeLabel(ctx) });
+    this.metrics.staleDiscarded.inc({ queue: ctx.queue, type: this.typeLabel(ctx) });
     this.logger.debug(
       `${ctx.consumer}: discarded stale message ${ctx.envelope.messageId} of type ${ctx.envelope.type}: ${detail}`,
     );
@@ -76,13 +60,7 @@ export class VersionGuard {
 
   /** The `type` label, bounded to the types the consumer declares so a forged type adds no time series. */
   private typeLabel(ctx: MessageContext): string {
-    let labeller = this.labellers.get(ctx.queue);
-    if (!labeller) {
-      const consumer = this.registry.consumers.find((candidate) => candidate.queue === ctx.queue);
-      if (!consumer) return OTHER_TYPE;
-      labeller = messageTypeLabeller(consumer.messageTypes);
-      this.labellers.set(ctx.queue, labeller);
-    }
-    return labeller(ctx.envelope.type);
+    const consumer = this.registry.consumers.find((candidate) => candidate.queue === ctx.queue);
+    return consumer ? this.metrics.typeLabel(consumer, ctx.envelope.type) : OTHER_TYPE;
   }
 }

@@ -1,0 +1,19 @@
+/**
+ * The module's tables, imported as `@app/reliable-messaging/typeorm`: add the entities and migrations to the app's
+ * TypeORM DataSource (`migrationsRun: true`, never `synchronize`), so the tables exist before the module starts.
+ */
+
+/** Every entity and every migration, oldest first: what a DataSource needs. */
+export { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from './reliable-messaging.schema';
+
+/** The outbox: one row per message waiting for the relay, and its migration. */
+export { OutboxMessageEntity, type OutboxStatus } from './outbox/outbox-message.entity';
+export { CreateOutbox1767225600000 } from './outbox/create-outbox.migration';
+
+/** The inbox: one row per message a deduplicating consumer handled, and its migration. */
+export { InboxMessageEntity } from './inbox/inbox-message.entity';
+export { CreateInbox1767225600001 } from './inbox/create-inbox.migration';
+
+/** The audit trail of the operator's dead-letter actions, and its migration. */
+export { DeadLetterAuditEntity } from './dead-letter-admin/dead-letter-audit.entity';
+export { CreateDeadLetterAudit1767225600003 } from './dead-letter-admin/create-dead-letter-audit.migration';
