@@ -85,6 +85,7 @@ describe('a consumer stopped while it (re)subscribes', () => {
       name: `StopRace.${scenario}`,
       instance: {},
       methodName: scenario,
+      contextType: 'rmq',
       queue,
       deadLetterQueue: `${queue}.dlq`,
       exchange: options.exchange,

@@ -56,6 +56,8 @@ export { MessagingMetrics } from './metrics/messaging-metrics.service';
 export { NonRetryableError } from './errors/non-retryable.error';
 /** The handler ran past its consumer's deadline; the attempt is abandoned and retried. */
 export { HandlerDeadlineExceededError } from './errors/handler-deadline-exceeded.error';
+/** A guard or a pipe refused the message before its handler ran: dead-lettered at once with the refusal. */
+export { MessageRefusedError } from './errors/message-refused.error';
 /** A message came back more times than the redelivery limit allows: the process keeps dying on it. */
 export { RedeliveryLimitError } from './errors/redelivery-limit.error';
 /** A message that cannot be decoded or fails validation, and why. */

@@ -54,6 +54,8 @@ import { InboxStore } from './inbox/inbox-store.service';
 import { OrderedRetry } from './ordering/ordered-retry.service';
 import { OrderingTopology } from './ordering/ordering-topology.service';
 import { VersionGuard } from './ordering/version-guard.service';
+import { ReliableMessagingClient } from './microservices/reliable-messaging.client';
+import { ReliableMessagingTransport } from './microservices/reliable-messaging.transport';
 
 /**
  * Reliable messaging over RabbitMQ. Import once with `forRoot()` / `forRootAsync()` (global by default);
@@ -114,6 +116,8 @@ import { VersionGuard } from './ordering/version-guard.service';
     OrderedRetry,
     OrderingTopology,
     VersionGuard,
+    ReliableMessagingTransport,
+    ReliableMessagingClient,
   ],
   exports: [
     MessagePublisher,
@@ -130,6 +134,8 @@ import { VersionGuard } from './ordering/version-guard.service';
     DeadLetterMonitor,
     DeadLetterOperations,
     DeadLetterAudit,
+    ReliableMessagingTransport,
+    ReliableMessagingClient,
     RESOLVED_MESSAGING_OPTIONS,
   ],
 })

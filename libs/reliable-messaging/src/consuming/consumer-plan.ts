@@ -5,6 +5,9 @@ import type { RetryPolicy } from '../retry/retry-policy';
 import type { RateLimit } from '../flow-control/rate-limit.middleware';
 import type { DeadlineSettings } from '../flow-control/deadline.middleware';
 
+/** What `host.getType()` says inside a handler's enhancers. */
+export type HandlerContextType = 'rmq' | 'rpc';
+
 /**
  * Everything one consumer runs with: its `@Consume()` options over the module's defaults, resolved and
  * validated once at startup (consuming/consumer-planner.ts) and frozen. Topology, the runner and every pipeline
@@ -17,6 +20,11 @@ export interface ConsumerPlan {
   /** The provider instance and method the handler runs as. */
   readonly instance: object;
   readonly methodName: string;
+  /**
+   * The execution context type the handler's guards, interceptors and filters see: `rmq` for `@Consume()`,
+   * `rpc` for an `@EventPattern()` served through ReliableMessagingTransport (as Nest's own transports do).
+   */
+  readonly contextType: HandlerContextType;
 
   /** The durable queue this consumer reads (a partition queue `<queue>.p007` when ordered by key). */
   readonly queue: string;

@@ -35,13 +35,15 @@ const A_DATA_SOURCE = { options: { type: 'postgres' } } as unknown as DataSource
 /** The handler `Billing.onOrderPlaced(event: OrderPlaced)` decorated with `options`. */
 function billing(
   options: Partial<ConsumeOptions>,
-  firstParameterType: unknown = OrderPlaced,
+  payloadParameterType: unknown = OrderPlaced,
 ): DiscoveredConsumer {
   return {
     instance: new Billing(),
     methodName: 'onOrderPlaced',
     options: options as ConsumeOptions,
-    firstParameterType,
+    payloadParameterType,
+    decorator: '@Consume',
+    contextType: 'rmq',
   };
 }
 
@@ -354,7 +356,7 @@ describe('planConsumers', () => {
       'an untyped handler with nothing to bind',
       [billing({ queue: 'billing' }, Object)],
       {},
-      '@Consume on Billing.onOrderPlaced: nothing to bind; type the first parameter with a @MessageType() class or set messageTypes / routingKeys',
+      '@Consume on Billing.onOrderPlaced: nothing to bind; type the payload parameter (the first, or the one with @Payload()) with a @MessageType() class, or set messageTypes / routingKeys',
     ],
     [
       'an unknown queue type',

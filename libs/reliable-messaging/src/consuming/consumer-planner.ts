@@ -45,9 +45,9 @@ export function planConsumers(
 /** The plans of one `@Consume()` handler: itself, or one per partition when ordered by key. */
 export function planConsumer(discovered: DiscoveredConsumer, context: PlanningContext): ConsumerPlan[] {
   const { options: module, queueArguments, warn } = context;
-  const { instance, methodName, options } = discovered;
+  const { instance, methodName, options, contextType } = discovered;
   const name = `${instance.constructor.name}.${methodName}`;
-  const where = `@Consume on ${name}`;
+  const where = `${discovered.decorator} on ${name}`;
   if (!options || typeof options.queue !== 'string') {
     throw new ConfigurationError(
       `${where}: 'queue' is required, e.g. @Consume({ queue: 'billing.order-placed' })`,
@@ -56,14 +56,14 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
   const queue = options.queue;
   assertName(`${name} queue`, queue);
 
-  const candidate = options.message ?? discovered.firstParameterType;
+  const candidate = options.message ?? discovered.payloadParameterType;
   const messageClass = PRIMITIVES.has(candidate) ? undefined : (candidate as Type<object>);
   const messageDefinition = getMessageDefinition(messageClass);
   const messageTypes = [...(options.messageTypes ?? (messageDefinition ? [messageDefinition.type] : []))];
   const bindings = [...new Set([...messageTypes, ...(options.routingKeys ?? [])])];
   if (bindings.length === 0) {
     throw new ConfigurationError(
-      `${where}: nothing to bind; type the first parameter with a @MessageType() class or set messageTypes / routingKeys`,
+      `${where}: nothing to bind; type the payload parameter (the first, or the one with @Payload()) with a @MessageType() class, or set messageTypes / routingKeys`,
     );
   }
   const acceptedMajorVersions = [
@@ -88,6 +88,7 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
     name,
     instance,
     methodName,
+    contextType,
     queue,
     deadLetterQueue: `${queue}.dlq`,
     exchange: module.exchange,

@@ -71,7 +71,7 @@ describe('MessagingExplorer', () => {
         c.instance.constructor.name,
         c.methodName,
         c.options.queue,
-        c.firstParameterType,
+        c.payloadParameterType,
       ]),
     ).toEqual([
       ['Billing', 'onOrderPlaced', 'billing', OrderPlaced],

@@ -1,8 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import type { HandlerContextType } from '../consuming/consumer-plan';
 import type { ConsumeOptions } from '../decorators/consume.decorator';
+import { RMQ_CONTEXT_TYPE } from '../reliable-messaging.constants';
 import type { PublishDecoratorOptions } from '../decorators/publish.decorator';
+import { eventPatternConsumer } from '../microservices/event-pattern-consumers';
 import { MessagingMetadataAccessor } from './messaging-metadata.accessor';
 
 /** A `@Consume()` method found at startup, its options as written on the decorator. */
@@ -11,8 +14,12 @@ export interface DiscoveredConsumer {
   instance: object;
   methodName: string;
   options: ConsumeOptions;
-  /** The declared type of the handler's first parameter: its message class unless `options.message` says. */
-  firstParameterType: unknown;
+  /** The declared type of the parameter that receives the payload: its message class unless `options.message` says. */
+  payloadParameterType: unknown;
+  /** The decorator that made it a consumer, as startup errors name it: `@Consume` or `@EventPattern`. */
+  decorator: '@Consume' | '@EventPattern';
+  /** What `host.getType()` says in its enhancers: `rmq`, or `rpc` for an `@EventPattern()`. */
+  contextType: HandlerContextType;
 }
 
 /** A `@Publish()` method found at startup. */
@@ -37,7 +44,14 @@ export class MessagingExplorer {
     private readonly metadata: MessagingMetadataAccessor,
   ) {}
 
-  explore(): { consumers: DiscoveredConsumer[]; publishers: DiscoveredPublisher[] } {
+  /**
+   * Every `@Consume()` and `@Publish()` method; with `eventPatterns` (ReliableMessagingTransport is connected),
+   * every `@EventPattern()` method it serves too.
+   */
+  explore(eventPatterns?: { transportId: symbol; appId: string }): {
+    consumers: DiscoveredConsumer[];
+    publishers: DiscoveredPublisher[];
+  } {
     const consumers: DiscoveredConsumer[] = [];
     const publishers: DiscoveredPublisher[] = [];
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
@@ -52,10 +66,27 @@ export class MessagingExplorer {
         const publish = this.metadata.publishOptions(method);
         if ((consume || publish) && !this.isStatic(wrapper, methodName)) continue;
         if (consume) {
-          const firstParameterType = this.metadata.firstParameterType(prototype, methodName);
-          consumers.push({ instance, methodName, options: consume, firstParameterType });
+          const payloadParameterType = this.metadata.payloadParameterType(prototype, methodName);
+          consumers.push({
+            instance,
+            methodName,
+            options: consume,
+            payloadParameterType,
+            decorator: '@Consume',
+            contextType: RMQ_CONTEXT_TYPE,
+          });
         }
         if (publish) publishers.push({ instance, methodName, options: publish });
+        const event =
+          eventPatterns &&
+          eventPatternConsumer(
+            instance,
+            methodName,
+            method,
+            this.metadata.payloadParameterType(prototype, methodName),
+            eventPatterns,
+          );
+        if (event && this.isStatic(wrapper, methodName)) consumers.push(event);
       }
     }
     return { consumers, publishers };

@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import { RpcParamtype } from '@nestjs/microservices/enums/rpc-paramtype.enum.js';
+import { PARAM_ARGS_METADATA } from '@nestjs/microservices/constants.js';
 import { CONSUME_METADATA, PUBLISH_METADATA } from '../reliable-messaging.constants';
 import type { ConsumeOptions } from '../decorators/consume.decorator';
 import type { PublishDecoratorOptions } from '../decorators/publish.decorator';
@@ -19,9 +21,19 @@ export class MessagingMetadataAccessor {
     return this.reflector.get<PublishDecoratorOptions | undefined>(PUBLISH_METADATA, method as () => unknown);
   }
 
-  /** The declared type of a method's first parameter (TypeScript's emitted `design:paramtypes`), if any. */
-  firstParameterType(prototype: object, methodName: string): unknown {
+  /**
+   * The declared type of the parameter that receives the whole payload (TypeScript's emitted
+   * `design:paramtypes`): the one with `@Payload()` and no property, or the first parameter of a method without
+   * parameter decorators. Undefined when parameter decorators take only parts of the payload.
+   */
+  payloadParameterType(prototype: object, methodName: string): unknown {
     const types = Reflect.getMetadata('design:paramtypes', prototype, methodName) as unknown[] | undefined;
-    return types?.[0];
+    const params = Reflect.getMetadata(PARAM_ARGS_METADATA, prototype.constructor, methodName) as
+      Record<string, { index: number; data?: unknown }> | undefined;
+    if (!params) return types?.[0];
+    const whole = Object.entries(params).find(
+      ([key, param]) => key.startsWith(`${RpcParamtype.PAYLOAD}:`) && param.data === undefined,
+    );
+    return whole ? types?.[whole[1].index] : undefined;
   }
 }

@@ -7,6 +7,7 @@ import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { TransactionContext } from '../database/transaction-context.service';
 import { MessagePublisher } from '../publishing/message-publisher.service';
 import { wrapPublishMethod } from '../publishing/publish-method';
+import { ReliableMessagingTransport } from '../microservices/reliable-messaging.transport';
 import { MessagingExplorer } from './messaging-explorer.service';
 
 /**
@@ -20,6 +21,7 @@ export class MessagingRegistrar implements OnModuleInit {
 
   constructor(
     private readonly explorer: MessagingExplorer,
+    private readonly transport: ReliableMessagingTransport,
     private readonly registry: ConsumerRegistry,
     private readonly topology: TopologyService,
     private readonly publisher: MessagePublisher,
@@ -28,7 +30,11 @@ export class MessagingRegistrar implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    const { consumers, publishers } = this.explorer.explore();
+    const { consumers, publishers } = this.explorer.explore(
+      this.transport.isConnected
+        ? { transportId: this.transport.transportId, appId: this.options.appId }
+        : undefined,
+    );
     // First, so that a handler that is also a `@Publish()` method runs as the wrapper.
     for (const { instance, methodName, options } of publishers) {
       wrapPublishMethod(instance, methodName, options, this.publisher, this.transactions);

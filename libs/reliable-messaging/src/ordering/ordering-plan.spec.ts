@@ -20,6 +20,7 @@ function unordered(options: ConsumeOptions): ConsumerPlan {
     name: 'Billing.onOrderPlaced',
     instance: {},
     methodName: 'onOrderPlaced',
+    contextType: 'rmq',
     queue: options.queue,
     deadLetterQueue: `${options.queue}.dlq`,
     exchange: 'events',

@@ -21,6 +21,8 @@ interface DeadlineSource {
  */
 export class DeliveryContext implements MessageContext {
   readonly redelivered: boolean;
+  /** Set when the user's method is entered: Nest's guards, interceptors and pipes let the message through. */
+  handlerEntered = false;
 
   constructor(
     readonly envelope: Envelope,

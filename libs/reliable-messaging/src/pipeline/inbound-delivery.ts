@@ -2,7 +2,6 @@ import type { Channel, ConsumeMessage } from 'amqplib';
 import type { EntityManager } from 'typeorm';
 import type { Envelope } from '../envelope/envelope';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
-import type { MessageContext } from '../context/message-context';
 import type { HandlerDeadline } from '../flow-control/handler-deadline';
 import type { AckBatcher } from '../consuming/ack-batcher';
 import { DeliveryContext, type AttemptAbort } from './delivery-context';
@@ -105,7 +104,7 @@ export class InboundDelivery {
   }
 
   /** The context handed to the handler. Requires the envelope, so only valid after decoding. */
-  toContext(): MessageContext {
+  toContext(): DeliveryContext {
     if (!this.envelope) throw new Error('the envelope is read before the handler runs');
     return new DeliveryContext(
       this.envelope,

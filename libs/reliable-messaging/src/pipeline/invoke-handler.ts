@@ -1,12 +1,12 @@
 import type { MessageContextStorage } from '../context/message-context.storage';
 import type { MessageHandler } from './message-middleware';
-
-/** A handler wrapped by Nest with its guards, interceptors and pipes. */
-export type NestHandler = (...args: unknown[]) => Promise<unknown>;
+import { refusalOf, type NestHandler } from './nest-handler';
 
 /**
- * The end of the pipeline: runs the user's handler with the payload and its MessageContext, inside the
- * message context storage so that what it publishes inherits correlation and causation.
+ * The end of the pipeline: runs the user's handler, wrapped by Nest (`createNestHandler`), with the payload and
+ * its MessageContext, inside the message context storage so that what it publishes inherits correlation and
+ * causation. An error thrown before the handler was entered is a guard's or a pipe's, and `refusalOf` says
+ * whether it refuses the message for good.
  */
 export function invokeHandler(handler: NestHandler, storage: MessageContextStorage): MessageHandler {
   return (delivery) => {
@@ -15,7 +15,9 @@ export function invokeHandler(handler: NestHandler, storage: MessageContextStora
       // The handler's result is never read: the stages above only wait for it to settle.
       const run = storage.run(context, handler, delivery.payload, context) as Promise<void>;
       delivery.handlerRun = run;
-      return run;
+      return run.catch((error: unknown) => {
+        throw context.handlerEntered ? error : refusalOf(error);
+      });
     } catch (error) {
       return Promise.reject(error);
     }

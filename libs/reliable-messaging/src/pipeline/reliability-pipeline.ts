@@ -1,6 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ExternalContextCreator } from '@nestjs/core';
-import { RMQ_CONTEXT_TYPE } from '../reliable-messaging.constants';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
@@ -23,7 +22,8 @@ import { RetryScheduler } from '../retry/retry-scheduler.service';
 import { redeliveryGuardStage } from '../retry/redelivery-guard.middleware';
 import { traceStage } from '../tracing/trace.middleware';
 import { decodeStage } from './decode.middleware';
-import { invokeHandler, type NestHandler } from './invoke-handler';
+import { invokeHandler } from './invoke-handler';
+import { createNestHandler } from './nest-handler';
 import { compose, type MessageHandler, type MessageMiddleware } from './message-middleware';
 import type { PipelineStage, StageDependencies } from './pipeline-stage';
 import { settleStage } from './settle.middleware';
@@ -65,7 +65,7 @@ export const RELIABILITY_STAGES: readonly PipelineStage[] = [
 
 /**
  * Builds each consumer's reliability chain once, at startup: the stages above, then the handler through Nest's
- * guards and interceptors (the execution context type is `rmq`).
+ * guards, interceptors, pipes and filters (`createNestHandler`; the execution context type is `rmq`).
  */
 @Injectable()
 export class ReliabilityPipeline {
@@ -102,21 +102,7 @@ export class ReliabilityPipeline {
       const middleware = stage(plan, this.deps);
       if (middleware) stages.push(middleware);
     }
-    return compose(stages, invokeHandler(this.nestHandler(plan), this.contextStorage));
-  }
-
-  private nestHandler(plan: ConsumerPlan): NestHandler {
-    const instance = plan.instance as Record<string, (...args: unknown[]) => unknown>;
-    return this.externalContextCreator.create(
-      instance,
-      instance[plan.methodName],
-      plan.methodName,
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      { guards: true, interceptors: true, filters: false },
-      RMQ_CONTEXT_TYPE,
-    );
+    const handler = createNestHandler(plan, this.externalContextCreator, this.contextStorage);
+    return compose(stages, invokeHandler(handler, this.contextStorage));
   }
 }

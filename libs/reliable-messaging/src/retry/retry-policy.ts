@@ -1,3 +1,4 @@
+import { MessageRefusedError } from '../errors/message-refused.error';
 import { InvalidMessageError } from '../errors/invalid-message.error';
 import { RedeliveryLimitError } from '../errors/redelivery-limit.error';
 import { backoffCeiling, equalJitterDelay } from '../util/backoff';
@@ -49,7 +50,7 @@ export class RetryPolicy {
 
 /** The dead-letter reason of a failure that is not retried. */
 export function deadLetterReason(error: unknown): string {
-  if (error instanceof InvalidMessageError) return error.reason;
+  if (error instanceof InvalidMessageError || error instanceof MessageRefusedError) return error.reason;
   if (error instanceof RedeliveryLimitError) return 'redelivery-limit';
   return 'non-retryable';
 }

@@ -1,0 +1,13 @@
+/**
+ * The bridge from `@nestjs/microservices`, imported as `@app/reliable-messaging/microservices`: serve existing
+ * `@EventPattern()` handlers through the module's reliability pipeline, and emit events through its publisher
+ * (the outbox with a `dataSource`). See docs/handlers.md, "Coming from Nest's RMQ transport".
+ */
+
+/** The transport strategy: `app.connectMicroservice({ strategy: app.get(ReliableMessagingTransport) })`. */
+export {
+  ReliableMessagingTransport,
+  RELIABLE_MESSAGING_TRANSPORT,
+} from './microservices/reliable-messaging.transport';
+/** The client: `{ provide: 'ORDERS', useExisting: ReliableMessagingClient }`, then `emit()` as before. */
+export { ReliableMessagingClient } from './microservices/reliable-messaging.client';

@@ -1,0 +1,56 @@
+import type { ConsumeOptions } from '../decorators/consume.decorator';
+import { ConfigurationError } from '../errors/configuration.error';
+import type { DiscoveredConsumer } from '../discovery/messaging-explorer.service';
+
+/** What Nest's `@EventPattern()` and `@MessagePattern()` write on a method (@nestjs/microservices' constants). */
+const PATTERN_METADATA = 'microservices:pattern';
+const PATTERN_EXTRAS_METADATA = 'microservices:pattern_extras';
+const PATTERN_HANDLER_METADATA = 'microservices:handler_type';
+const TRANSPORT_METADATA = 'microservices:transport';
+/** `PatternHandler.EVENT`. */
+const EVENT_HANDLER = 2;
+
+/**
+ * The consumer of an `@EventPattern()` method that ReliableMessagingTransport serves (no transport given, or
+ * its own), or undefined for any other method (a `@MessagePattern()` included: the transport warns about those). The pattern is the message type bound to the queue; the
+ * pattern's extras are `@Consume()` options, so `@EventPattern('order.paid', { queue: 'receipts.order-paid' })`
+ * names its queue, and `retry`, `concurrency`, `deadlineMs` and the rest work as on `@Consume()`. Without a
+ * `queue` it is `<appId>.<pattern>`.
+ */
+export function eventPatternConsumer(
+  instance: object,
+  methodName: string,
+  method: object,
+  payloadParameterType: unknown,
+  context: { transportId: symbol; appId: string },
+): DiscoveredConsumer | undefined {
+  const handlerType = Reflect.getMetadata(PATTERN_HANDLER_METADATA, method) as number | undefined;
+  if (handlerType !== EVENT_HANDLER) return undefined;
+  const transport = Reflect.getMetadata(TRANSPORT_METADATA, method) as unknown;
+  if (transport !== undefined && transport !== context.transportId) return undefined;
+  const where = `${instance.constructor.name}.${methodName}`;
+  const patterns = (Reflect.getMetadata(PATTERN_METADATA, method) as unknown[] | undefined) ?? [];
+  if (patterns.length === 0 || !patterns.every((p): p is string => typeof p === 'string')) {
+    throw new ConfigurationError(
+      `@EventPattern on ${where}: ReliableMessagingTransport needs string patterns (message types), got ${JSON.stringify(patterns)}`,
+    );
+  }
+  const extras = (Reflect.getMetadata(PATTERN_EXTRAS_METADATA, method) ?? {}) as Partial<ConsumeOptions>;
+  if (extras.queue === undefined && patterns.length > 1) {
+    throw new ConfigurationError(
+      `@EventPattern on ${where}: more than one pattern shares one queue; name it, e.g. @EventPattern([...], { queue: '${context.appId}.${methodName}' })`,
+    );
+  }
+  return {
+    instance,
+    methodName,
+    options: {
+      ...extras,
+      queue: extras.queue ?? `${context.appId}.${patterns[0]}`,
+      messageTypes: extras.messageTypes ?? patterns,
+    },
+    payloadParameterType,
+    decorator: '@EventPattern',
+    contextType: 'rpc',
+  };
+}

@@ -1,0 +1,90 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { ReadPacket, WritePacket } from '@nestjs/microservices';
+import { ClientProxy } from '@nestjs/microservices/client/client-proxy.js';
+import { from, type Observable } from 'rxjs';
+import { getMessageDefinition } from '../decorators/message-type.decorator';
+import { MessagePublisher, type PublishReceipt } from '../publishing/message-publisher.service';
+import type { RawMessage } from '../publishing/publish-options';
+import { uuidv7 } from '../envelope/uuid-v7';
+import { errorMessage } from '../util/error-text';
+
+/**
+ * A Nest `ClientProxy` whose `emit(pattern, data)` publishes through MessagePublisher: into the outbox, in the
+ * caller's transaction, when the module has a `dataSource`, else at once with a broker confirm. For a service
+ * coming from Nest's RMQ transport, provide it under the client's old token and keep the calls:
+ *
+ * @example
+ * providers: [{ provide: 'ORDERS', useExisting: ReliableMessagingClient }]
+ * // in a @Transactional() method: the event commits with the state change
+ * await lastValueFrom(this.orders.emit('order.paid', { orderId }));
+ *
+ * `data` is a `@MessageType()` instance (its class gives the type, version and keys, and `pattern` routes it),
+ * or a plain object: then `pattern` is its type, its version is `1.0` and its idempotency key is a new id, so
+ * consumers deduplicate redeliveries of it but not a second emit of the same fact (give it a class with an
+ * `idempotencyKey` for that).
+ *
+ * NOTE: the publish starts in `emit()` itself, in the caller's async context, and the observable returned
+ * settles with it. Await it (`lastValueFrom`) inside the transaction: a transaction that commits first leaves
+ * the outbox row out, and the publish then fails with NoTransactionError, which is logged if nothing awaits it.
+ */
+@Injectable()
+export class ReliableMessagingClient extends ClientProxy {
+  private readonly logger = new Logger('ReliableMessaging');
+
+  constructor(private readonly publisher: MessagePublisher) {
+    super();
+  }
+
+  override emit<TResult = PublishReceipt, TInput = unknown>(
+    pattern: unknown,
+    data: TInput,
+  ): Observable<TResult> {
+    const published = this.dispatchEvent<TResult>(this.createPacket(pattern, data));
+    published.catch((error: unknown) =>
+      this.logger.error(`emit('${String(pattern)}') was not published: ${errorMessage(error)}`),
+    );
+    return from(published);
+  }
+
+  connect(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  close(): void {
+    // The module's lifecycle closes the publisher connection on the app's shutdown.
+  }
+
+  override on(): void {
+    // No events of its own: the module's health checks and metrics report the connections.
+  }
+
+  unwrap<T>(): T {
+    return this.publisher as T;
+  }
+
+  protected override async dispatchEvent<T = PublishReceipt>(packet: ReadPacket): Promise<T> {
+    const pattern = String(packet.pattern);
+    const data: unknown = packet.data;
+    const receipt =
+      typeof data === 'object' && data !== null && getMessageDefinition(data.constructor)
+        ? await this.publisher.publish(data, { routingKey: pattern })
+        : await this.publisher.publish(rawMessage(pattern, data));
+    return receipt as T;
+  }
+
+  /** Request-reply is not served: events only. */
+  protected override publish(packet: ReadPacket, callback: (packet: WritePacket) => void): () => void {
+    callback({
+      err: new Error(
+        `send('${String(packet.pattern)}') is not supported by ReliableMessagingClient: it publishes events (emit) only`,
+      ),
+      isDisposed: true,
+    });
+    return () => undefined;
+  }
+}
+
+/** A plain object emitted under `pattern`: its type is the pattern, its idempotency key a new id. */
+function rawMessage(pattern: string, data: unknown): RawMessage {
+  return { type: pattern, payload: data as Record<string, unknown>, idempotencyKey: uuidv7() };
+}

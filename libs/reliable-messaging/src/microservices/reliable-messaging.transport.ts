@@ -1,0 +1,57 @@
+import { Injectable } from '@nestjs/common';
+import type { CustomTransportStrategy } from '@nestjs/microservices';
+import { Server } from '@nestjs/microservices/server/server.js';
+
+/** The transport id of ReliableMessagingTransport, for `@EventPattern(pattern, RELIABLE_MESSAGING_TRANSPORT)`. */
+export const RELIABLE_MESSAGING_TRANSPORT = Symbol('reliable-messaging');
+
+/**
+ * Serves an app's `@EventPattern()` handlers through the module's reliability pipeline, for a service coming
+ * from Nest's RMQ transport: each handler gets its own durable queue bound to its pattern, and each message is
+ * acknowledged only after its handler's work, retried with backoff, dead-lettered with its reason, deduplicated
+ * by the inbox and traced, exactly as a `@Consume()` handler is. Connect it before the app starts:
+ *
+ * @example
+ * const app = await NestFactory.create(AppModule);
+ * app.connectMicroservice({ strategy: app.get(ReliableMessagingTransport) });
+ * await app.startAllMicroservices();
+ * await app.listen(3000);
+ *
+ * The module itself starts, drains and stops these consumers with the rest (its lifecycle): `listen()` and
+ * `close()` here only tell Nest that the transport is ready and done. Handlers see the `rpc` context type, as
+ * under Nest's transports; `@Payload()` is the message's payload and `@Ctx()` its MessageContext.
+ */
+@Injectable()
+export class ReliableMessagingTransport extends Server implements CustomTransportStrategy {
+  override readonly transportId = RELIABLE_MESSAGING_TRANSPORT;
+
+  /** True once an app connected this transport: Nest handed it the app's patterns. */
+  get isConnected(): boolean {
+    return this.messageHandlers.size > 0;
+  }
+
+  listen(callback: (...optionalParams: unknown[]) => unknown): void {
+    for (const [pattern, handler] of this.messageHandlers) {
+      if (!handler.isEventHandler) {
+        this.logger.warn(
+          `@MessagePattern('${pattern}') is not served by ReliableMessagingTransport: it serves events (@EventPattern) only`,
+        );
+      }
+    }
+    callback();
+  }
+
+  close(): void {
+    // The module's lifecycle drains and closes the consumers on the app's shutdown.
+  }
+
+  on(): void {
+    // The transport has no events of its own: the module's health checks and metrics report the connections.
+  }
+
+  unwrap<T>(): T {
+    throw new Error(
+      'ReliableMessagingTransport has no client of its own: the module runs its consumers on its consumer connection',
+    );
+  }
+}
