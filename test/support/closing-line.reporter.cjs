@@ -2,21 +2,14 @@
  * Ends a Jest run with one plain line, `Tests: N passed, N failed, N skipped`, which CI reads to tell a run
  * that tested something from one that ran nothing. Printed at exit, after Jest's own summary.
  *
- * NOTE: a spec whose app failed to start can leave connections open, and Jest then waits for them forever
- * (it only warns). So a run that has not ended a few seconds after its last result exits, with the run's
- * outcome as its code. Jest's `forceExit` would end it too, but it silences what is written at exit.
+ * Jest's `forceExit` is off: a spec that leaves a connection, a timer or a child process open keeps the run
+ * from ending, so a leak shows up as a hung run here rather than in production.
  */
-const LINGER_MS = 10_000;
-
 class ClosingLineReporter {
   onRunComplete(_contexts, results) {
     const { numPassedTests, numFailedTests, numPendingTests, numTodoTests } = results;
     const line = `Tests: ${numPassedTests} passed, ${numFailedTests} failed, ${numPendingTests + numTodoTests} skipped\n`;
     process.once('exit', () => process.stderr.write(line));
-    setTimeout(() => {
-      process.stderr.write(`handles still open ${LINGER_MS / 1000} s after the run: exiting\n`);
-      process.exit(results.success ? 0 : 1);
-    }, LINGER_MS).unref();
   }
 }
 

@@ -25,6 +25,8 @@ export interface ConsumerPlan {
    * `rpc` for an `@EventPattern()` served through ReliableMessagingTransport (as Nest's own transports do).
    */
   readonly contextType: HandlerContextType;
+  /** The key of the Nest module that holds the instance: its guards, interceptors and pipes resolve there. */
+  readonly moduleKey?: string;
 
   /** The durable queue this consumer reads (a partition queue `<queue>.p007` when ordered by key). */
   readonly queue: string;

@@ -71,6 +71,7 @@ function summary(consumer: ConsumerPlan): Record<string, unknown> {
 const DEFAULT_PLAN = {
   name: 'Billing.onOrderPlaced',
   methodName: 'onOrderPlaced',
+  contextType: 'rmq',
   queue: 'billing',
   deadLetterQueue: 'billing.dlq',
   exchange: 'events',

@@ -45,7 +45,7 @@ export function planConsumers(
 /** The plans of one `@Consume()` handler: itself, or one per partition when ordered by key. */
 export function planConsumer(discovered: DiscoveredConsumer, context: PlanningContext): ConsumerPlan[] {
   const { options: module, queueArguments, warn } = context;
-  const { instance, methodName, options, contextType } = discovered;
+  const { instance, methodName, options, contextType, moduleKey } = discovered;
   const name = `${instance.constructor.name}.${methodName}`;
   const where = `${discovered.decorator} on ${name}`;
   if (!options || typeof options.queue !== 'string') {
@@ -89,6 +89,7 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
     instance,
     methodName,
     contextType,
+    moduleKey,
     queue,
     deadLetterQueue: `${queue}.dlq`,
     exchange: module.exchange,

@@ -20,6 +20,8 @@ export interface DiscoveredConsumer {
   decorator: '@Consume' | '@EventPattern';
   /** What `host.getType()` says in its enhancers: `rmq`, or `rpc` for an `@EventPattern()`. */
   contextType: HandlerContextType;
+  /** The key of the Nest module that holds the instance. */
+  moduleKey?: string;
 }
 
 /** A `@Publish()` method found at startup. */
@@ -74,6 +76,7 @@ export class MessagingExplorer {
             payloadParameterType,
             decorator: '@Consume',
             contextType: RMQ_CONTEXT_TYPE,
+            moduleKey: wrapper.host?.token,
           });
         }
         if (publish) publishers.push({ instance, methodName, options: publish });
@@ -86,7 +89,9 @@ export class MessagingExplorer {
             this.metadata.payloadParameterType(prototype, methodName),
             eventPatterns,
           );
-        if (event && this.isStatic(wrapper, methodName)) consumers.push(event);
+        if (event && this.isStatic(wrapper, methodName)) {
+          consumers.push({ ...event, moduleKey: wrapper.host?.token });
+        }
       }
     }
     return { consumers, publishers };

@@ -50,7 +50,7 @@ export function createNestHandler(
   const filters =
     Reflect.getMetadata(EXCEPTION_FILTERS_METADATA, method) !== undefined ||
     Reflect.getMetadata(EXCEPTION_FILTERS_METADATA, instance.constructor) !== undefined;
-  return contextCreator.create(
+  return withModule(contextCreator, plan.moduleKey).create(
     instance,
     entered,
     plan.methodName,
@@ -62,6 +62,22 @@ export function createNestHandler(
     { guards: true, interceptors: true, filters },
     plan.contextType,
   );
+}
+
+/**
+ * The context creator, told which module holds the handler's instance. Nest's creator finds the module of a
+ * provider on its own but not that of a controller (it looks among providers), and without the module a
+ * controller's class-based guards, interceptors and pipes resolve to nothing, silently: an `@EventPattern()`
+ * handler lives in a controller.
+ */
+function withModule(
+  contextCreator: ExternalContextCreator,
+  moduleKey: string | undefined,
+): ExternalContextCreator {
+  if (moduleKey === undefined) return contextCreator;
+  const located = Object.create(contextCreator) as ExternalContextCreator;
+  located.getContextModuleKey = () => moduleKey;
+  return located;
 }
 
 /**
