@@ -132,6 +132,12 @@ describe('@nestjs/microservices bridge: @EventPattern handlers and ClientProxy.e
     ]);
   });
 
+  it('refuses the transport connected after the app started, whose patterns would have no queue', () => {
+    expect(() => app.connectMicroservice({ strategy: app.get(ReliableMessagingTransport) })).toThrow(
+      /ReliableMessagingTransport was connected after the app started, so @EventPattern\("parcel\.weighed"\) would have no queue/,
+    );
+  });
+
   it("runs the handler in the rpc context, and its emit() goes through the outbox in the handler's transaction", async () => {
     await weighed('p-1');
     await waitFor('p-1 shipped', () => controller.shipped.some((s) => s.parcelId === 'p-1'));

@@ -16,7 +16,7 @@ import {
 } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { IsOptional, IsString } from 'class-validator';
-import { tap, type Observable } from 'rxjs';
+import { tap, throwError, type Observable } from 'rxjs';
 import { Consume, MessageType, type MessageContext } from '@app/reliable-messaging';
 import { DEAD_LETTER_HEADERS } from '@app/reliable-messaging/dead-letters';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
@@ -35,6 +35,7 @@ class ParcelLostError extends Error {}
 
 const QUEUE = uniqueQueue('enhancers');
 const POSITIONAL_QUEUE = uniqueQueue('enhancers-positional');
+const SWALLOWED_QUEUE = uniqueQueue('enhancers-swallowed');
 const MAX_ATTEMPTS = 3;
 
 /** What the enhancers saw, in order. */
@@ -92,6 +93,45 @@ class ParcelHandler {
   }
 }
 
+/** Logs and returns nothing, through a promise: it handles nothing. */
+@Catch()
+class LoggingFilter implements ExceptionFilter {
+  async catch(exception: unknown): Promise<void> {
+    seen.push(`logged:${(exception as Error).message}`);
+    await Promise.resolve();
+  }
+}
+
+/** Answers as `BaseRpcExceptionFilter` does: an Observable that errors. */
+@Catch()
+class RpcStyleFilter implements ExceptionFilter {
+  catch(exception: unknown): Observable<never> {
+    return throwError(() => ({ status: 'error', message: (exception as Error).message }));
+  }
+}
+
+@Injectable()
+class FilteredHandler {
+  readonly attempts: string[] = [];
+
+  @Consume({ queue: SWALLOWED_QUEUE, retry: { maxAttempts: 2, initialDelayMs: 100, maxDelayMs: 100 } })
+  @UseFilters(new LoggingFilter())
+  async onLogged(parcel: ParcelWeighed, ctx: MessageContext): Promise<void> {
+    this.attempts.push(`${parcel.id}:${ctx.attempt}`);
+    throw new Error(`the audit of ${parcel.id} failed`);
+  }
+
+  @Consume({
+    queue: `${SWALLOWED_QUEUE}-rpc`,
+    retry: { maxAttempts: 2, initialDelayMs: 100, maxDelayMs: 100 },
+  })
+  @UseFilters(new RpcStyleFilter())
+  async onRpcStyle(parcel: ParcelWeighed, ctx: MessageContext): Promise<void> {
+    this.attempts.push(`rpc:${parcel.id}:${ctx.attempt}`);
+    throw new Error(`the rpc audit of ${parcel.id} failed`);
+  }
+}
+
 @Injectable()
 class PositionalHandler {
   readonly handled: Array<{ id: string; queue: string }> = [];
@@ -113,7 +153,9 @@ describe("Nest's guards, interceptors, pipes and filters on a @Consume() handler
 
   beforeAll(async () => {
     broker = await TestBroker.connect();
-    app = await MessagingTestApp.start(broker, { providers: [ParcelHandler, PositionalHandler] });
+    app = await MessagingTestApp.start(broker, {
+      providers: [ParcelHandler, PositionalHandler, FilteredHandler],
+    });
     handler = app.get(ParcelHandler);
   });
 
@@ -124,10 +166,10 @@ describe("Nest's guards, interceptors, pipes and filters on a @Consume() handler
   });
 
   /** The dead letter of parcel `id`, once it is in the dead-letter queue. */
-  async function deadLetterOf(id: string): Promise<Record<string, unknown>> {
+  async function deadLetterOf(id: string, queue = QUEUE): Promise<Record<string, unknown>> {
     let headers: Record<string, unknown> | undefined;
-    await waitFor(`the dead letter of ${id}`, async () => {
-      const all = await broker.getAll(`${QUEUE}.dlq`);
+    await waitFor(`the dead letter of ${id} in ${queue}.dlq`, async () => {
+      const all = await broker.getAll(`${queue}.dlq`);
       const found = all.find((m) => (JSON.parse(m.content.toString()) as ParcelWeighed).id === id);
       headers = found?.properties.headers;
       return found !== undefined;
@@ -206,6 +248,26 @@ describe("Nest's guards, interceptors, pipes and filters on a @Consume() handler
       [DEAD_LETTER_HEADERS.attempts]: MAX_ATTEMPTS,
     });
     expect(handler.attempts.get('handler-400-1')).toBe(MAX_ATTEMPTS);
+  });
+
+  it('retries a failure whose filter returned nothing through a promise, or an Observable that errors: neither handled it', async () => {
+    await app.publisher.publish(parcel('audit-1', '5'));
+    const logged = await deadLetterOf('audit-1', SWALLOWED_QUEUE);
+    const rpcStyle = await deadLetterOf('audit-1', `${SWALLOWED_QUEUE}-rpc`);
+
+    expect(logged).toMatchObject({
+      [DEAD_LETTER_HEADERS.reason]: 'attempts-exhausted',
+      [DEAD_LETTER_HEADERS.attempts]: 2,
+      [DEAD_LETTER_HEADERS.errorMessage]: 'the audit of audit-1 failed',
+    });
+    expect(rpcStyle).toMatchObject({
+      [DEAD_LETTER_HEADERS.reason]: 'attempts-exhausted',
+      [DEAD_LETTER_HEADERS.attempts]: 2,
+    });
+    expect(seen).toContain('logged:the audit of audit-1 failed');
+    const filtered = app.get(FilteredHandler).attempts;
+    expect(filtered.filter((a) => a.startsWith('audit-1:'))).toEqual(['audit-1:1', 'audit-1:2']);
+    expect(filtered.filter((a) => a.startsWith('rpc:audit-1:'))).toEqual(['rpc:audit-1:1', 'rpc:audit-1:2']);
   });
 
   it('keeps calling a handler without parameter decorators with (payload, context) by position', async () => {

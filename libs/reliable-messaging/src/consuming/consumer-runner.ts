@@ -35,7 +35,13 @@ export interface DrainResult {
  */
 export class ConsumerRunner {
   private readonly logger = new Logger('ReliableMessaging');
-  /** Bounds the deliveries in the pipeline at once; a finished one's slot goes to the longest waiting. */
+  /**
+   * Bounds the deliveries in the pipeline at once; a finished one's slot goes to the longest waiting.
+   *
+   * NOTE: p-limit spends 1.0 to 1.5 µs more CPU per delivery than the semaphore it replaced (4 rounds under an
+   * active AsyncLocalStorage, same run), 2% to 3% of a delivery's 50 to 60 µs: within the 10% a well-kept library
+   * may cost here. Its queue is also O(1) where the semaphore's `Array.shift()` was not.
+   */
   private readonly slots: LimitFunction;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly deliveries = new Set<InboundDelivery>();

@@ -30,11 +30,11 @@ export class MessagingRegistrar implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
+    const serveEvents = this.transport.isConnected;
     const { consumers, publishers } = this.explorer.explore(
-      this.transport.isConnected
-        ? { transportId: this.transport.transportId, appId: this.options.appId }
-        : undefined,
+      serveEvents ? { transportId: this.transport.transportId, appId: this.options.appId } : undefined,
     );
+    this.transport.markPlanned();
     // First, so that a handler that is also a `@Publish()` method runs as the wrapper.
     for (const { instance, methodName, options } of publishers) {
       wrapPublishMethod(instance, methodName, options, this.publisher, this.transactions);

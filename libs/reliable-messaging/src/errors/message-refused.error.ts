@@ -4,8 +4,8 @@ import { NonRetryableError } from './non-retryable.error';
  * Why Nest's enhancers refused a message before its handler ran; each is recorded as the dead-letter reason.
  *
  * - `guard-refused`: a guard's `canActivate` returned false;
- * - `refused-before-handler`: a guard, an interceptor or a pipe threw an HTTP 4xx exception (other than 408 and
- *   429), such as the `BadRequestException` of `ValidationPipe` or `ParseIntPipe`.
+ * - `refused-before-handler`: a guard, an interceptor or a pipe threw a 400 or 422 HTTP exception, such as the
+ *   `BadRequestException` of `ValidationPipe` or `ParseIntPipe`.
  */
 export type MessageRefusal = 'guard-refused' | 'refused-before-handler';
 

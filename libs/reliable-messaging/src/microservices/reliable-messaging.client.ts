@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { ReadPacket, WritePacket } from '@nestjs/microservices';
 import { ClientProxy } from '@nestjs/microservices/client/client-proxy.js';
+import { InvalidMessageException } from '@nestjs/microservices/errors/invalid-message.exception.js';
 import { from, type Observable } from 'rxjs';
 import { getMessageDefinition } from '../decorators/message-type.decorator';
 import { MessagePublisher, type PublishReceipt } from '../publishing/message-publisher.service';
@@ -25,7 +26,8 @@ import { errorMessage } from '../util/error-text';
  *
  * NOTE: the publish starts in `emit()` itself, in the caller's async context, and the observable returned
  * settles with it. Await it (`lastValueFrom`) inside the transaction: a transaction that commits first leaves
- * the outbox row out, and the publish then fails with NoTransactionError, which is logged if nothing awaits it.
+ * the outbox row out, and the publish then fails with NoTransactionError. A failed emit is also logged, since a
+ * caller that does not subscribe would never see it.
  */
 @Injectable()
 export class ReliableMessagingClient extends ClientProxy {
@@ -63,8 +65,16 @@ export class ReliableMessagingClient extends ClientProxy {
   }
 
   protected override async dispatchEvent<T = PublishReceipt>(packet: ReadPacket): Promise<T> {
-    const pattern = String(packet.pattern);
+    const pattern = packet.pattern as unknown;
     const data: unknown = packet.data;
+    if (typeof pattern !== 'string' || pattern === '') {
+      throw new InvalidMessageException();
+    }
+    if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+      throw new TypeError(
+        `emit('${pattern}') needs an object to publish, got ${data === null ? 'null' : typeof data}`,
+      );
+    }
     const receipt =
       typeof data === 'object' && data !== null && getMessageDefinition(data.constructor)
         ? await this.publisher.publish(data, { routingKey: pattern })

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { CustomTransportStrategy } from '@nestjs/microservices';
+import type { CustomTransportStrategy, MessageHandler } from '@nestjs/microservices';
 import { Server } from '@nestjs/microservices/server/server.js';
+import { ConfigurationError } from '../errors/configuration.error';
 
 /** The transport id of ReliableMessagingTransport, for `@EventPattern(pattern, RELIABLE_MESSAGING_TRANSPORT)`. */
 export const RELIABLE_MESSAGING_TRANSPORT = Symbol('reliable-messaging');
@@ -25,9 +26,32 @@ export const RELIABLE_MESSAGING_TRANSPORT = Symbol('reliable-messaging');
 export class ReliableMessagingTransport extends Server implements CustomTransportStrategy {
   override readonly transportId = RELIABLE_MESSAGING_TRANSPORT;
 
+  private planned = false;
+
   /** True once an app connected this transport: Nest handed it the app's patterns. */
   get isConnected(): boolean {
     return this.messageHandlers.size > 0;
+  }
+
+  /** Called by the module once it has planned its consumers: patterns handed over later would have no queue. */
+  markPlanned(): void {
+    this.planned = true;
+  }
+
+  /** Nest hands over each pattern when the app connects the transport; one that comes too late is refused. */
+  override addHandler(
+    pattern: unknown,
+    callback: MessageHandler,
+    isEventHandler?: boolean,
+    extras?: Record<string, unknown>,
+  ): void {
+    if (this.planned && isEventHandler) {
+      throw new ConfigurationError(
+        `ReliableMessagingTransport was connected after the app started, so @EventPattern(${JSON.stringify(pattern)}) would have no queue: ` +
+          'call app.connectMicroservice({ strategy: app.get(ReliableMessagingTransport) }) before app.init() or app.listen()',
+      );
+    }
+    super.addHandler(pattern, callback, isEventHandler, extras);
   }
 
   listen(callback: (...optionalParams: unknown[]) => unknown): void {

@@ -23,6 +23,8 @@ export class DeliveryContext implements MessageContext {
   readonly redelivered: boolean;
   /** Set when the user's method is entered: Nest's guards, interceptors and pipes let the message through. */
   handlerEntered = false;
+  /** How the user's method ended, once it has: what an exception filter's outcome is judged against. */
+  handlerOutcome?: { failed: false } | { failed: true; error: unknown };
 
   constructor(
     readonly envelope: Envelope,

@@ -1,4 +1,5 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
+import { isObservable, lastValueFrom } from 'rxjs';
 import { EXCEPTION_FILTERS_METADATA } from '@nestjs/common/constants.js';
 import type { ExternalContextCreator } from '@nestjs/core';
 import type { ParamsFactory } from '@nestjs/core/helpers/external-context-creator.js';
@@ -15,8 +16,12 @@ export type NestHandler = (...args: unknown[]) => Promise<unknown>;
 
 type Method = (...args: unknown[]) => unknown;
 
-/** The 4xx statuses that say "not now" rather than "never": a message refused with one is retried. */
-const RETRYABLE_CLIENT_STATUSES = new Set<number>([HttpStatus.REQUEST_TIMEOUT, HttpStatus.TOO_MANY_REQUESTS]);
+/**
+ * The statuses that refuse the message itself, for good: a validation pipe's 400 and 422. Any other exception
+ * before the handler (a 404 from a pipe that loads an entity not there yet, a 409 from a lock, a 401 from an
+ * expired token) is left to the retry policy.
+ */
+const REFUSING_STATUSES = new Set<number>([HttpStatus.BAD_REQUEST, HttpStatus.UNPROCESSABLE_ENTITY]);
 
 /**
  * Wraps a consumer's method the way Nest wraps a microservice handler, in the `rmq` context: guards, then
@@ -39,9 +44,26 @@ export function createNestHandler(
   const method = instance[plan.methodName];
   const entered = function (this: unknown, ...args: unknown[]): unknown {
     const context = storage.current();
-    if (context instanceof DeliveryContext) context.handlerEntered = true;
-    return method.apply(this, args);
+    if (!(context instanceof DeliveryContext)) return method.apply(this, args);
+    context.handlerEntered = true;
+    const result = method.apply(this, args);
+    if (!(result instanceof Promise)) {
+      context.handlerOutcome = { failed: false };
+      return result;
+    }
+    return result.then(
+      (value: unknown) => {
+        context.handlerOutcome = { failed: false };
+        return value;
+      },
+      (error: unknown) => {
+        context.handlerOutcome = { failed: true, error };
+        throw error;
+      },
+    );
   };
+  // Interceptors that log or trace by `context.getHandler().name` see the method's own name.
+  Object.defineProperty(entered, 'name', { value: method.name });
   // Guards, interceptors, pipes and filters are read from the function Nest is handed: the stand-in carries
   // the method's own metadata.
   for (const key of Reflect.getOwnMetadataKeys(method)) {
@@ -50,7 +72,7 @@ export function createNestHandler(
   const filters =
     Reflect.getMetadata(EXCEPTION_FILTERS_METADATA, method) !== undefined ||
     Reflect.getMetadata(EXCEPTION_FILTERS_METADATA, instance.constructor) !== undefined;
-  return withModule(contextCreator, plan.moduleKey).create(
+  const handler: NestHandler = withModule(contextCreator, plan.moduleKey).create(
     instance,
     entered,
     plan.methodName,
@@ -62,6 +84,35 @@ export function createNestHandler(
     { guards: true, interceptors: true, filters },
     plan.contextType,
   );
+  return filters ? settleFilterOutcome(handler, storage) : handler;
+}
+
+/**
+ * With an exception filter, what the wrapped handler resolves to after a failure is the filter's return value,
+ * and only a value means the filter handled the failure. An Observable (what `BaseRpcExceptionFilter` returns)
+ * is awaited and its error rethrown; a filter that returned nothing, at once or through a promise, handled
+ * nothing: the handler's own error is rethrown, or, when the failure came before the handler and the filter
+ * swallowed it, an error that says so, so the message is retried rather than acknowledged.
+ */
+function settleFilterOutcome(handler: NestHandler, storage: MessageContextStorage): NestHandler {
+  return async (...args: unknown[]) => {
+    const returned = await handler(...args);
+    const value = isObservable(returned)
+      ? await lastValueFrom(returned, { defaultValue: undefined })
+      : returned;
+    const context = storage.current();
+    if (!(context instanceof DeliveryContext) || value !== undefined) return value;
+    const outcome = context.handlerOutcome;
+    if (outcome?.failed) throw outcome.error;
+    if (outcome === undefined && context.handlerEntered === false) {
+      // Either an interceptor answered without calling the handler, or a filter swallowed a guard's, an
+      // interceptor's or a pipe's error: only a value tells them apart, and neither gave one.
+      throw new Error(
+        'the handler did not run and nothing answered for it: an exception filter returned nothing for a failure before the handler (return a value to acknowledge)',
+      );
+    }
+    return value;
+  };
 }
 
 /**
@@ -81,9 +132,9 @@ function withModule(
 }
 
 /**
- * What an error thrown before the handler was entered means: a guard that returned false, or an HTTP 4xx
- * exception from a guard, an interceptor or a pipe (other than 408 and 429), refuses the message for good;
- * anything else is left to the retry policy as it is.
+ * What an error thrown before the handler was entered means: a guard that returned false, or a 400 or 422 from
+ * a guard, an interceptor or a pipe (a validation error), refuses the message for good; anything else is left to
+ * the retry policy as it is.
  */
 export function refusalOf(error: unknown): unknown {
   if (!(error instanceof HttpException)) return error;
@@ -93,7 +144,7 @@ export function refusalOf(error: unknown): unknown {
       cause: error,
     });
   }
-  if (status < 400 || status >= 500 || RETRYABLE_CLIENT_STATUSES.has(status)) return error;
+  if (!REFUSING_STATUSES.has(status)) return error;
   return new MessageRefusedError(
     'refused-before-handler',
     `${error.name} (${status}) before the handler ran: ${describeResponse(error)}`,

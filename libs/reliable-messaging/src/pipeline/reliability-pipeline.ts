@@ -65,7 +65,7 @@ export const RELIABILITY_STAGES: readonly PipelineStage[] = [
 
 /**
  * Builds each consumer's reliability chain once, at startup: the stages above, then the handler through Nest's
- * guards, interceptors, pipes and filters (`createNestHandler`; the execution context type is `rmq`).
+ * guards, interceptors, pipes and filters (`createNestHandler`; the context type is `rmq`, or `rpc` for an `@EventPattern()`).
  */
 @Injectable()
 export class ReliabilityPipeline {

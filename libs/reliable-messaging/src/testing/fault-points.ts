@@ -27,8 +27,12 @@ export interface FaultPoints {
 
 export type { RelayOutcome };
 
+let installed = false;
+
 /** Installs the fault points; returns the function that removes them. One set is installed at a time. */
 export function installFaultPoints(points: FaultPoints): () => void {
+  if (installed) throw new Error('fault points are installed already: remove them before installing others');
+  installed = true;
   // eslint-disable-next-line @typescript-eslint/unbound-method -- the replacement calls the original with .call(this)
   const ack = InboundDelivery.prototype.ack;
   // eslint-disable-next-line @typescript-eslint/unbound-method -- the replacement calls the original with .call(this)
@@ -54,5 +58,6 @@ export function installFaultPoints(points: FaultPoints): () => void {
   return () => {
     InboundDelivery.prototype.ack = ack;
     OutboxStore.prototype.complete = complete;
+    installed = false;
   };
 }

@@ -1,0 +1,336 @@
+import type { MessageProperties } from 'amqplib';
+import { route, type Binding, type ExchangeType } from './routing';
+
+/** A message as a queue holds it. */
+export interface StoredMessage {
+  readonly content: Buffer;
+  properties: MessageProperties;
+  readonly exchange: string;
+  readonly routingKey: string;
+  redelivered: boolean;
+  /** Virtual time at which it expires (the queue's TTL, or the message's `expiration`, whichever is first). */
+  expiresAt?: number;
+}
+
+/** Who takes a queue's deliveries: a channel's consumer, with the room its prefetch leaves. */
+export interface QueueConsumer {
+  readonly tag: string;
+  /** True while it can take one more delivery. */
+  hasRoom(): boolean;
+  /** Hands it a message; it now holds it unacknowledged. */
+  deliver(queue: string, message: StoredMessage): void;
+}
+
+/** Why a message left a queue for its dead-letter exchange, as RabbitMQ writes it in `x-death`. */
+export type DeathReason = 'expired' | 'rejected' | 'delivery_limit' | 'maxlen';
+
+/** An AMQP error as RabbitMQ sends it: the reply code closes the channel (or the connection). */
+export class AmqpError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(`Operation failed: ${message}`);
+  }
+}
+
+interface Exchange {
+  readonly type: ExchangeType;
+  readonly bindings: Binding[];
+}
+
+interface Queue {
+  readonly name: string;
+  readonly args: Readonly<Record<string, unknown>>;
+  readonly messages: StoredMessage[];
+  readonly consumers: QueueConsumer[];
+  /** The next consumer to get a delivery (round robin). */
+  turn: number;
+}
+
+/** The largest message TTL RabbitMQ accepts, in ms. */
+const MAX_TTL_MS = 2 ** 32 - 1;
+
+/**
+ * A RabbitMQ broker in memory, for tests that need the module's topology without a broker: exchanges of the
+ * types the module declares (with exchange-to-exchange bindings), queues with their TTL, dead-lettering
+ * (`x-death` kept as RabbitMQ keeps it), delivery limits and single active consumers, and consumers bounded by
+ * their prefetch. Time is virtual: messages expire when `advance(ms)` moves the clock past their TTL, so a
+ * retry waiting in a delay level comes back without the test waiting for it.
+ */
+export class InMemoryBroker {
+  private readonly exchanges = new Map<string, Exchange>([['', { type: 'direct', bindings: [] }]]);
+  private readonly queues = new Map<string, Queue>();
+  private clock = 0;
+
+  /** Virtual milliseconds since the broker was made. */
+  get now(): number {
+    return this.clock;
+  }
+
+  /** Moves the clock on by `ms`, expiring (and dead-lettering) every message whose time has come, in time order. */
+  advance(ms: number): void {
+    const until = this.clock + ms;
+    for (;;) {
+      const next = this.nextExpiry();
+      if (next === undefined || next > until) break;
+      this.clock = Math.max(this.clock, next);
+      this.expireDue();
+    }
+    this.clock = until;
+  }
+
+  assertExchange(name: string, type: ExchangeType): void {
+    const existing = this.exchanges.get(name);
+    if (existing && existing.type !== type) {
+      throw new AmqpError(
+        406,
+        `PRECONDITION_FAILED - inequivalent arg 'type' for exchange '${name}': received '${type}' but current is '${existing.type}'`,
+      );
+    }
+    if (!existing) this.exchanges.set(name, { type, bindings: [] });
+  }
+
+  checkExchange(name: string): void {
+    if (!this.exchanges.has(name)) throw new AmqpError(404, `NOT_FOUND - no exchange '${name}'`);
+  }
+
+  assertQueue(name: string, args: Readonly<Record<string, unknown>> = {}): void {
+    const existing = this.queues.get(name);
+    if (existing) {
+      for (const key of new Set([...Object.keys(existing.args), ...Object.keys(args)])) {
+        if (existing.args[key] !== args[key]) {
+          throw new AmqpError(
+            406,
+            `PRECONDITION_FAILED - inequivalent arg '${key}' for queue '${name}': received ${String(args[key])} but current is ${String(existing.args[key])}`,
+          );
+        }
+      }
+      return;
+    }
+    this.queues.set(name, { name, args: { ...args }, messages: [], consumers: [], turn: 0 });
+    this.exchanges.get('')?.bindings.push({ destination: name, toExchange: false, pattern: name, args: {} });
+  }
+
+  checkQueue(name: string): { queue: string; messageCount: number; consumerCount: number } {
+    const queue = this.queueNamed(name);
+    return { queue: name, messageCount: queue.messages.length, consumerCount: queue.consumers.length };
+  }
+
+  deleteQueue(name: string): void {
+    this.queues.delete(name);
+    for (const exchange of this.exchanges.values()) {
+      const kept = exchange.bindings.filter((b) => b.toExchange || b.destination !== name);
+      exchange.bindings.splice(0, exchange.bindings.length, ...kept);
+    }
+  }
+
+  bind(
+    source: string,
+    destination: string,
+    pattern: string,
+    args: Readonly<Record<string, unknown>>,
+    toExchange: boolean,
+  ): void {
+    const exchange = this.exchangeNamed(source);
+    if (toExchange) this.exchangeNamed(destination);
+    else this.queueNamed(destination);
+    const same = (b: Binding) =>
+      b.destination === destination && b.toExchange === toExchange && b.pattern === pattern;
+    if (!exchange.bindings.some(same)) exchange.bindings.push({ destination, toExchange, pattern, args });
+  }
+
+  /** Routes a message; returns the queues it reached (none: unroutable). */
+  publish(exchange: string, routingKey: string, content: Buffer, properties: MessageProperties): string[] {
+    const reached = new Set<string>();
+    this.routeInto(exchange, routingKey, properties.headers ?? {}, reached, new Set());
+    for (const name of reached) {
+      this.enqueue(this.queueNamed(name), {
+        content,
+        properties: { ...properties, headers: { ...properties.headers } },
+        exchange,
+        routingKey,
+        redelivered: false,
+      });
+    }
+    return [...reached];
+  }
+
+  addConsumer(name: string, consumer: QueueConsumer): void {
+    const queue = this.queueNamed(name);
+    queue.consumers.push(consumer);
+    this.dispatch(queue);
+  }
+
+  removeConsumer(tag: string): void {
+    for (const queue of this.queues.values()) {
+      const index = queue.consumers.findIndex((consumer) => consumer.tag === tag);
+      if (index >= 0) {
+        queue.consumers.splice(index, 1);
+        this.dispatch(queue);
+      }
+    }
+  }
+
+  /** `basic.get`: the message at the head of the queue, now held unacknowledged by the caller, or undefined. */
+  take(name: string): StoredMessage | undefined {
+    return this.queueNamed(name).messages.shift();
+  }
+
+  /** Puts an unacknowledged message back at the head of its queue (nack with requeue, a closed channel). */
+  requeue(name: string, message: StoredMessage): void {
+    const queue = this.queues.get(name);
+    if (!queue) return;
+    message.redelivered = true;
+    if (queue.args['x-queue-type'] === 'quorum') {
+      const count = Number(message.properties.headers?.['x-delivery-count'] ?? 0) + 1;
+      message.properties.headers = { ...message.properties.headers, 'x-delivery-count': count };
+      const limit = queue.args['x-delivery-limit'];
+      if (typeof limit === 'number' && count > limit) {
+        this.deadLetter(queue, message, 'delivery_limit');
+        return;
+      }
+    }
+    queue.messages.unshift(message);
+    this.dispatch(queue);
+  }
+
+  /** A message its consumer rejected without requeue: dead-lettered if the queue has a dead-letter exchange. */
+  reject(name: string, message: StoredMessage): void {
+    const queue = this.queues.get(name);
+    if (queue) this.deadLetter(queue, message, 'rejected');
+  }
+
+  /** Tells the broker a consumer has room again (it acknowledged something). */
+  wake(name: string): void {
+    const queue = this.queues.get(name);
+    if (queue) this.dispatch(queue);
+  }
+
+  private routeInto(
+    name: string,
+    routingKey: string,
+    headers: Readonly<Record<string, unknown>>,
+    reached: Set<string>,
+    visited: Set<string>,
+  ): void {
+    if (visited.has(name)) return;
+    visited.add(name);
+    const exchange = this.exchanges.get(name);
+    if (!exchange) throw new AmqpError(404, `NOT_FOUND - no exchange '${name}'`);
+    for (const binding of route(exchange.type, exchange.bindings, routingKey, headers)) {
+      if (binding.toExchange) this.routeInto(binding.destination, routingKey, headers, reached, visited);
+      else reached.add(binding.destination);
+    }
+  }
+
+  private enqueue(queue: Queue, message: StoredMessage): void {
+    const ttl = [queue.args['x-message-ttl'], message.properties.expiration]
+      .map((value) => (value === undefined ? undefined : Number(value)))
+      .filter(
+        (value): value is number => value !== undefined && Number.isFinite(value) && value <= MAX_TTL_MS,
+      );
+    message.expiresAt = ttl.length > 0 ? this.clock + Math.min(...ttl) : undefined;
+    queue.messages.push(message);
+    this.dispatch(queue);
+  }
+
+  /** Hands ready messages to consumers with room, round robin; a single-active-consumer queue uses its first. */
+  private dispatch(queue: Queue): void {
+    const single = queue.args['x-single-active-consumer'] === true;
+    while (queue.messages.length > 0 && queue.consumers.length > 0) {
+      const candidates = single ? [queue.consumers[0]] : queue.consumers;
+      const consumer = this.nextWithRoom(queue, candidates);
+      if (!consumer) return;
+      const message = queue.messages.shift() as StoredMessage;
+      consumer.deliver(queue.name, message);
+    }
+  }
+
+  private nextWithRoom(queue: Queue, candidates: readonly QueueConsumer[]): QueueConsumer | undefined {
+    for (let i = 0; i < candidates.length; i++) {
+      const consumer = candidates[(queue.turn + i) % candidates.length];
+      if (consumer.hasRoom()) {
+        queue.turn = (queue.turn + i + 1) % candidates.length;
+        return consumer;
+      }
+    }
+    return undefined;
+  }
+
+  private nextExpiry(): number | undefined {
+    let next: number | undefined;
+    for (const queue of this.queues.values()) {
+      // RabbitMQ expires messages at the head of a queue only.
+      const head = queue.messages[0]?.expiresAt;
+      if (head !== undefined && (next === undefined || head < next)) next = head;
+    }
+    return next;
+  }
+
+  private expireDue(): void {
+    for (const queue of [...this.queues.values()]) {
+      while (queue.messages.length > 0 && (queue.messages[0].expiresAt ?? Infinity) <= this.clock) {
+        this.deadLetter(queue, queue.messages.shift() as StoredMessage, 'expired');
+      }
+    }
+  }
+
+  /** Dead-letters as RabbitMQ does: `x-death` counts per queue and reason, newest first; `expiration` is dropped. */
+  private deadLetter(queue: Queue, message: StoredMessage, reason: DeathReason): void {
+    const exchange = queue.args['x-dead-letter-exchange'];
+    if (typeof exchange !== 'string') return;
+    // NOTE: amqplib's `XDeath` type lacks the `delivery_limit` reason RabbitMQ writes; the headers stay untyped here.
+    const headers: Record<string, unknown> = { ...message.properties.headers };
+    const deaths = Array.isArray(headers['x-death']) ? [...(headers['x-death'] as DeathRecord[])] : [];
+    const index = deaths.findIndex((death) => death.queue === queue.name && death.reason === reason);
+    const previous = index >= 0 ? deaths.splice(index, 1)[0] : undefined;
+    deaths.unshift({
+      count: (previous?.count ?? 0) + 1,
+      reason,
+      queue: queue.name,
+      time: { '!': 'timestamp', value: Math.floor(this.clock / 1000) },
+      exchange: message.exchange,
+      'routing-keys': [message.routingKey],
+    });
+    headers['x-death'] = deaths;
+    headers['x-first-death-queue'] ??= queue.name;
+    headers['x-first-death-reason'] ??= reason;
+    headers['x-first-death-exchange'] ??= message.exchange;
+    headers['x-last-death-queue'] = queue.name;
+    headers['x-last-death-reason'] = reason;
+    headers['x-last-death-exchange'] = message.exchange;
+    const properties: MessageProperties = { ...message.properties, headers, expiration: undefined };
+    const routingKey = queue.args['x-dead-letter-routing-key'];
+    // RabbitMQ drops a dead letter whose exchange does not exist.
+    if (!this.exchanges.has(exchange)) return;
+    this.publish(
+      exchange,
+      typeof routingKey === 'string' ? routingKey : message.routingKey,
+      message.content,
+      properties,
+    );
+  }
+
+  private exchangeNamed(name: string): Exchange {
+    const exchange = this.exchanges.get(name);
+    if (!exchange) throw new AmqpError(404, `NOT_FOUND - no exchange '${name}'`);
+    return exchange;
+  }
+
+  private queueNamed(name: string): Queue {
+    const queue = this.queues.get(name);
+    if (!queue) throw new AmqpError(404, `NOT_FOUND - no queue '${name}'`);
+    return queue;
+  }
+}
+
+/** One entry of `x-death`. */
+interface DeathRecord {
+  count: number;
+  reason: DeathReason;
+  queue: string;
+  time: unknown;
+  exchange: string;
+  'routing-keys': string[];
+}
