@@ -49,8 +49,6 @@ export type { PublishOptions, RawMessage } from './publishing/publish-options';
 
 /** Terminus indicators for liveness and readiness (`/health/live`, `/health/ready`). */
 export { MessagingHealth } from './health/messaging-health.service';
-/** The module's counters and histograms, and the registry they are on, to serve `/metrics`. */
-export { MessagingMetrics } from './metrics/messaging-metrics.service';
 
 /** Thrown by a handler: the failure is permanent, so the message is dead-lettered at once. */
 export { NonRetryableError } from './errors/non-retryable.error';

@@ -31,6 +31,11 @@ export { delayLevelNames, deliverExchangeName, DELAY_RESOLUTION_MS } from './ret
 /** Ordering's helpers beyond VersionGuard: the comparison it uses, and the metric of discarded stale messages. */
 export { compareVersions, isNewerVersion, type Version } from './ordering/version';
 export { STALE_MESSAGES_METRIC } from './metrics/messaging-metrics.service';
+/**
+ * The module's counters and histograms; an app serves them from the registry it gave as `metricsRegistry`
+ * (prom-client's global one by default) and needs nothing from here.
+ */
+export { MessagingMetrics } from './metrics/messaging-metrics.service';
 /** The startup errors the broker's state causes (both are ConfigurationErrors). */
 export { TopologyMismatchError } from './errors/topology-mismatch.error';
 export { ConsistentHashExchangeMissingError } from './errors/consistent-hash-exchange-missing.error';

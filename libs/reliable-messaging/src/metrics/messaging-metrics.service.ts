@@ -16,15 +16,15 @@ const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 216
 /** Broker confirm latency from 1 ms to 10 s. */
 const CONFIRM_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+/** The metric counting messages a handler discarded as older than the state it holds (VersionGuard). */
+export const STALE_MESSAGES_METRIC = 'rm_stale_messages_discarded_total';
+
 /**
  * The module's counters and histograms, on the registry given as `metricsRegistry` (default: prom-client's
  * global registry). Pipeline stages, the failure handler, the inbox and the publisher feed them; gauges that
  * are read on scrape live in MetricsCollector. Every name starts with `rm_`; labels are bounded (queue names
  * come from the code, message types from each consumer's declared types).
  */
-/** The metric counting messages a handler discarded as older than the state it holds (VersionGuard). */
-export const STALE_MESSAGES_METRIC = 'rm_stale_messages_discarded_total';
-
 @Injectable()
 export class MessagingMetrics {
   /** The registry the module's metrics are on. */
