@@ -162,10 +162,7 @@ export class InMemoryChannel extends EventEmitter {
         content: message.content,
         properties: message.properties,
         fields: {
-          deliveryTag,
-          redelivered: message.redelivered,
-          exchange: message.exchange,
-          routingKey: message.routingKey,
+          ...fieldsOf(message, deliveryTag),
           messageCount: this.broker.checkQueue(queue).messageCount,
         },
       };
@@ -215,13 +212,7 @@ export class InMemoryChannel extends EventEmitter {
     const delivery: ConsumeMessage = {
       content: message.content,
       properties: message.properties,
-      fields: {
-        deliveryTag,
-        redelivered: message.redelivered,
-        exchange: message.exchange,
-        routingKey: message.routingKey,
-        consumerTag,
-      },
+      fields: { ...fieldsOf(message, deliveryTag), consumerTag },
     };
     setImmediate(() => {
       if (this.held.has(deliveryTag)) consumer?.onMessage(delivery);
@@ -323,6 +314,16 @@ export class InMemoryConnection extends EventEmitter {
     this.channels.add(channel);
     return Promise.resolve(channel);
   }
+}
+
+/** The delivery fields a consumed and a fetched message share. */
+function fieldsOf(message: StoredMessage, deliveryTag: number) {
+  return {
+    deliveryTag,
+    redelivered: message.redelivered,
+    exchange: message.exchange,
+    routingKey: message.routingKey,
+  };
 }
 
 function toProperties(options: Options.Publish): MessageProperties {
