@@ -1,3 +1,5 @@
+import * as amqp from 'amqplib';
+import type { ChannelModel } from 'amqplib';
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import type { DataSource } from 'typeorm';
 import type { Registry } from 'prom-client';
@@ -27,6 +29,11 @@ export interface ReliableMessagingModuleOptions {
   connectionName?: string;
   /** AMQP heartbeat in seconds; a dead peer is noticed within about twice this. Default: 15. */
   heartbeatSeconds?: number;
+  /**
+   * Opens a broker connection. Default: amqplib's `connect`. The testing module sets it to run the module on an
+   * in-memory broker; an app has no reason to.
+   */
+  brokerConnector?: BrokerConnector;
   /** The topic exchange events are published to and queues bind to. Default: `events`. */
   exchange?: string;
   /** The direct exchange dead letters are routed through, keyed by source queue. Default: `<exchange>.dead-letter`. */
@@ -94,9 +101,13 @@ export interface ReliableMessagingModuleOptions {
   deadLetterAuditFile?: string;
 }
 
+/** Opens a connection to the broker at `url`, as amqplib's `connect(url, socketOptions)` does. */
+export type BrokerConnector = (url: string, socketOptions: Record<string, unknown>) => Promise<ChannelModel>;
+
 /** Every option with its default applied, validated once at startup. */
 export interface ResolvedMessagingOptions {
   urls: string[];
+  brokerConnector: BrokerConnector;
   tls?: ReliableMessagingModuleOptions['tls'];
   connectionName: string;
   heartbeatSeconds: number;
@@ -158,6 +169,7 @@ export function resolveOptions(options: ReliableMessagingModuleOptions): Resolve
   const connectionName = options.connectionName ?? DEFAULT_CONNECTION_NAME;
   const resolved: ResolvedMessagingOptions = {
     urls,
+    brokerConnector: options.brokerConnector ?? ((url, socketOptions) => amqp.connect(url, socketOptions)),
     tls: options.tls,
     connectionName,
     heartbeatSeconds: options.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS,

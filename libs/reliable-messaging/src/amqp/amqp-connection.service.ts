@@ -1,6 +1,5 @@
 import { EventEmitter } from 'node:events';
 import { Logger } from '@nestjs/common';
-import * as amqp from 'amqplib';
 import type { ChannelModel } from 'amqplib';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { fullJitterDelay, sleep } from '../util/backoff';
@@ -141,7 +140,7 @@ export abstract class AmqpConnection extends EventEmitter {
       const url = this.options.urls[this.urlIndex % this.options.urls.length];
       let model: ChannelModel;
       try {
-        model = await amqp.connect(this.withHeartbeat(url), {
+        model = await this.options.brokerConnector(this.withHeartbeat(url), {
           ...this.options.tls,
           clientProperties: { connection_name: this.name },
         });

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Injectable, Module, type INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { ChannelModel } from 'amqplib';
+import { IsString } from 'class-validator';
+import { Registry } from 'prom-client';
+import { Consume } from '../../decorators/consume.decorator';
+import { MessageType } from '../../decorators/message-type.decorator';
+import type { MessageContext } from '../../context/message-context';
+import { MessagePublisher } from '../../publishing/message-publisher.service';
+import { DEAD_LETTER_HEADERS } from '../../reliable-messaging.constants';
+import { ReliableMessagingModule } from '../../reliable-messaging.module';
+import { InMemoryBroker, type StoredMessage } from './in-memory-broker';
+import { InMemoryConnection } from './in-memory-connection';
+
+@MessageType({ type: 'stock.counted', idempotencyKey: (m: StockCounted) => `stock:${m.sku}` })
+class StockCounted {
+  @IsString() sku!: string;
+}
+
+@Injectable()
+class StockHandler {
+  readonly attempts: string[] = [];
+
+  @Consume({ queue: 'stock.counted', retry: { maxAttempts: 3, initialDelayMs: 1_000, maxDelayMs: 4_000 } })
+  async onCounted(event: StockCounted, ctx: MessageContext): Promise<void> {
+    this.attempts.push(`${event.sku}:${ctx.attempt}`);
+    if (event.sku.startsWith('broken')) throw new Error(`the count of ${event.sku} does not add up`);
+    await Promise.resolve();
+  }
+}
+
+/** Waits, on the real clock, until `done` holds; the module's own steps (confirms, acks) take a few ticks. */
+async function until(what: string, done: () => boolean): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (done()) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/**
+ * The module itself, unchanged, on the in-memory broker: its topology (consumer queues, the delay levels, the
+ * dead-letter exchange) routes there as on RabbitMQ, and a retry comes back when the broker's virtual clock
+ * passes its delay.
+ */
+describe('the module on the in-memory broker', () => {
+  let broker: InMemoryBroker;
+  let app: INestApplicationContext;
+  let handler: StockHandler;
+
+  beforeAll(async () => {
+    broker = new InMemoryBroker();
+    @Module({
+      imports: [
+        ReliableMessagingModule.forRoot({
+          urls: 'amqp://in-memory',
+          brokerConnector: () => Promise.resolve(new InMemoryConnection(broker) as unknown as ChannelModel),
+          metricsRegistry: new Registry(),
+        }),
+      ],
+      providers: [StockHandler],
+    })
+    class StockModule {}
+    app = await NestFactory.createApplicationContext(StockModule, { logger: false });
+    handler = app.get(StockHandler);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('delivers a published message to its consumer and acknowledges it', async () => {
+    await app.get(MessagePublisher).publish(Object.assign(new StockCounted(), { sku: 'ok-1' }));
+    await until('ok-1 handled', () => handler.attempts.includes('ok-1:1'));
+    await until('the queue to be empty', () => broker.checkQueue('stock.counted').messageCount === 0);
+  });
+
+  it('holds a retry in the delay levels until the clock passes its delay, then dead-letters the last attempt', async () => {
+    await app.get(MessagePublisher).publish(Object.assign(new StockCounted(), { sku: 'broken-1' }));
+    await until('the first attempt', () => handler.attempts.includes('broken-1:1'));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(handler.attempts.filter((a) => a.startsWith('broken-1'))).toEqual(['broken-1:1']);
+
+    broker.advance(5_000);
+    await until('the second attempt', () => handler.attempts.includes('broken-1:2'));
+    broker.advance(5_000);
+    await until('the dead letter', () => broker.checkQueue('stock.counted.dlq').messageCount === 1);
+
+    expect(handler.attempts.filter((a) => a.startsWith('broken-1'))).toEqual([
+      'broken-1:1',
+      'broken-1:2',
+      'broken-1:3',
+    ]);
+    const dead = broker.take('stock.counted.dlq') as StoredMessage;
+    expect(dead.properties.headers).toMatchObject({
+      [DEAD_LETTER_HEADERS.reason]: 'attempts-exhausted',
+      [DEAD_LETTER_HEADERS.attempts]: 3,
+      [DEAD_LETTER_HEADERS.errorMessage]: 'the count of broken-1 does not add up',
+    });
+  });
+});
