@@ -1,4 +1,5 @@
 import type { MessageProperties } from 'amqplib';
+import { withDeath, type DeathReason } from './dead-lettering';
 import { route, type Binding, type ExchangeType } from './routing';
 
 /** A message as a queue holds it. */
@@ -20,9 +21,6 @@ export interface QueueConsumer {
   /** Hands it a message; it now holds it unacknowledged. */
   deliver(queue: string, message: StoredMessage): void;
 }
-
-/** Why a message left a queue for its dead-letter exchange, as RabbitMQ writes it in `x-death`. */
-export type DeathReason = 'expired' | 'rejected' | 'delivery_limit' | 'maxlen';
 
 /** An AMQP error as RabbitMQ sends it: the reply code closes the channel (or the connection). */
 export class AmqpError extends Error {
@@ -280,26 +278,13 @@ export class InMemoryBroker {
   private deadLetter(queue: Queue, message: StoredMessage, reason: DeathReason): void {
     const exchange = queue.args['x-dead-letter-exchange'];
     if (typeof exchange !== 'string') return;
-    // NOTE: amqplib's `XDeath` type lacks the `delivery_limit` reason RabbitMQ writes; the headers stay untyped here.
-    const headers: Record<string, unknown> = { ...message.properties.headers };
-    const deaths = Array.isArray(headers['x-death']) ? [...(headers['x-death'] as DeathRecord[])] : [];
-    const index = deaths.findIndex((death) => death.queue === queue.name && death.reason === reason);
-    const previous = index >= 0 ? deaths.splice(index, 1)[0] : undefined;
-    deaths.unshift({
-      count: (previous?.count ?? 0) + 1,
-      reason,
+    const headers = withDeath(message.properties.headers ?? {}, {
       queue: queue.name,
-      time: { '!': 'timestamp', value: Math.floor(this.clock / 1000) },
+      reason,
       exchange: message.exchange,
-      'routing-keys': [message.routingKey],
+      routingKey: message.routingKey,
+      atSeconds: Math.floor(this.clock / 1000),
     });
-    headers['x-death'] = deaths;
-    headers['x-first-death-queue'] ??= queue.name;
-    headers['x-first-death-reason'] ??= reason;
-    headers['x-first-death-exchange'] ??= message.exchange;
-    headers['x-last-death-queue'] = queue.name;
-    headers['x-last-death-reason'] = reason;
-    headers['x-last-death-exchange'] = message.exchange;
     const properties: MessageProperties = { ...message.properties, headers, expiration: undefined };
     const routingKey = queue.args['x-dead-letter-routing-key'];
     // RabbitMQ drops a dead letter whose exchange does not exist.
@@ -323,14 +308,4 @@ export class InMemoryBroker {
     if (!queue) throw new AmqpError(404, `NOT_FOUND - no queue '${name}'`);
     return queue;
   }
-}
-
-/** One entry of `x-death`. */
-interface DeathRecord {
-  count: number;
-  reason: DeathReason;
-  queue: string;
-  time: unknown;
-  exchange: string;
-  'routing-keys': string[];
 }

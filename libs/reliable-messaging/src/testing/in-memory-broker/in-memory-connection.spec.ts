@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import type { ConsumeMessage } from 'amqplib';
 import { InMemoryBroker } from './in-memory-broker';
-import { IN_MEMORY_BROKER_VERSION, InMemoryConnection, type InMemoryChannel } from './in-memory-connection';
+import type { InMemoryChannel } from './in-memory-channel';
+import { IN_MEMORY_BROKER_VERSION, InMemoryConnection } from './in-memory-connection';
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 

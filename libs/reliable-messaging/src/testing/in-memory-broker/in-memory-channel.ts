@@ -1,0 +1,291 @@
+import { EventEmitter } from 'node:events';
+import type { ConsumeMessage, GetMessage, MessageProperties, Options } from 'amqplib';
+import type { ExchangeType } from './routing';
+import { AmqpError, type InMemoryBroker, type StoredMessage } from './in-memory-broker';
+
+/** What an operation on a closed channel throws, as amqplib's IllegalOperationError says it. */
+export class IllegalOperationError extends Error {
+  override readonly name = 'IllegalOperationError';
+}
+
+interface Held {
+  readonly queue: string;
+  readonly message: StoredMessage;
+  readonly consumerTag?: string;
+}
+
+/**
+ * A channel on the in-memory broker with the part of amqplib's `Channel` (and `ConfirmChannel`) the module
+ * uses. A channel error closes the channel as RabbitMQ's does: the operation rejects, and the channel emits
+ * `error` and then `close`; its unacknowledged messages go back to their queues, redelivered.
+ */
+export class InMemoryChannel extends EventEmitter {
+  private nextTag = 1;
+  private readonly held = new Map<number, Held>();
+  private readonly consumers = new Map<
+    string,
+    { queue: string; onMessage: (m: ConsumeMessage | null) => void }
+  >();
+  private prefetchCount = 0;
+  private closed = false;
+
+  constructor(
+    private readonly broker: InMemoryBroker,
+    readonly connection: { serverProperties: { version: string } },
+    private readonly confirms: boolean,
+    private readonly onClosed: (channel: InMemoryChannel) => void,
+  ) {
+    super();
+  }
+
+  assertExchange(exchange: string, type: string): Promise<{ exchange: string }> {
+    return this.run(() => {
+      this.broker.assertExchange(exchange, type as ExchangeType);
+      return { exchange };
+    });
+  }
+
+  checkExchange(exchange: string): Promise<{ exchange: string }> {
+    return this.run(() => {
+      this.broker.checkExchange(exchange);
+      return { exchange };
+    });
+  }
+
+  assertQueue(queue: string, options: Options.AssertQueue = {}) {
+    return this.run(() => {
+      this.broker.assertQueue(queue, { ...(options.arguments as Record<string, unknown> | undefined) });
+      return this.broker.checkQueue(queue);
+    });
+  }
+
+  checkQueue(queue: string) {
+    return this.run(() => this.broker.checkQueue(queue));
+  }
+
+  deleteQueue(queue: string) {
+    return this.run(() => {
+      this.broker.deleteQueue(queue);
+      return { messageCount: 0 };
+    });
+  }
+
+  bindQueue(queue: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
+    return this.run(() => {
+      this.broker.bind(source, queue, pattern, args, false);
+      return {};
+    });
+  }
+
+  bindExchange(destination: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
+    return this.run(() => {
+      this.broker.bind(source, destination, pattern, args, true);
+      return {};
+    });
+  }
+
+  prefetch(count: number): Promise<void> {
+    return this.run(() => {
+      this.prefetchCount = count;
+    });
+  }
+
+  /** Publishes; on a confirm channel `callback` is called once the broker has the message (or refused it). */
+  publish(
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    options: Options.Publish = {},
+    callback?: (error: unknown) => void,
+  ): boolean {
+    this.assertOpen();
+    const properties = toProperties(options);
+    let reached: string[];
+    try {
+      reached = this.broker.publish(exchange, routingKey, content, properties);
+    } catch (error) {
+      this.fail(error);
+      return true;
+    }
+    if (reached.length === 0 && options.mandatory) {
+      setImmediate(() =>
+        this.emit('return', {
+          content,
+          fields: { exchange, routingKey, replyCode: 312, replyText: 'NO_ROUTE' },
+          properties,
+        }),
+      );
+    }
+    if (this.confirms && callback) setImmediate(() => callback(null));
+    return true;
+  }
+
+  waitForConfirms(): Promise<void> {
+    return new Promise((resolve) => setImmediate(resolve));
+  }
+
+  consume(
+    queue: string,
+    onMessage: (message: ConsumeMessage | null) => void,
+    options: Options.Consume = {},
+  ): Promise<{ consumerTag: string }> {
+    return this.run(() => {
+      const consumerTag = options.consumerTag ?? `amq.ctag-${Math.random().toString(36).slice(2)}`;
+      this.consumers.set(consumerTag, { queue, onMessage });
+      this.broker.addConsumer(queue, {
+        tag: consumerTag,
+        hasRoom: () =>
+          !this.closed && (this.prefetchCount === 0 || this.heldBy(consumerTag) < this.prefetchCount),
+        deliver: (from, message) => this.deliver(from, message, consumerTag),
+      });
+      return { consumerTag };
+    });
+  }
+
+  cancel(consumerTag: string): Promise<{ consumerTag: string }> {
+    return this.run(() => {
+      this.consumers.delete(consumerTag);
+      this.broker.removeConsumer(consumerTag);
+      return { consumerTag };
+    });
+  }
+
+  get(queue: string): Promise<GetMessage | false> {
+    return this.run(() => {
+      const message = this.broker.take(queue);
+      if (!message) return false;
+      const deliveryTag = this.hold({ queue, message });
+      return {
+        content: message.content,
+        properties: message.properties,
+        fields: {
+          ...fieldsOf(message, deliveryTag),
+          messageCount: this.broker.checkQueue(queue).messageCount,
+        },
+      };
+    });
+  }
+
+  ack(message: { fields: { deliveryTag: number } }, allUpTo = false): void {
+    for (const held of this.settle(message.fields.deliveryTag, allUpTo)) this.broker.wake(held.queue);
+  }
+
+  nack(message: { fields: { deliveryTag: number } }, allUpTo = false, requeue = true): void {
+    for (const held of this.settle(message.fields.deliveryTag, allUpTo)) {
+      if (requeue) this.broker.requeue(held.queue, held.message);
+      else this.broker.reject(held.queue, held.message);
+    }
+  }
+
+  reject(message: { fields: { deliveryTag: number } }, requeue = true): void {
+    this.nack(message, false, requeue);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) throw new IllegalOperationError('Channel closed');
+    this.shutDown();
+    await Promise.resolve();
+  }
+
+  /** Closes the channel as the connection going away does: no error, everything unacknowledged requeued. */
+  shutDown(error?: unknown): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const tag of this.consumers.keys()) this.broker.removeConsumer(tag);
+    this.consumers.clear();
+    const held = [...this.held.values()];
+    this.held.clear();
+    for (const { queue, message } of held) this.broker.requeue(queue, message);
+    this.onClosed(this);
+    setImmediate(() => {
+      if (error) this.emit('error', error);
+      this.emit('close');
+    });
+  }
+
+  private deliver(queue: string, message: StoredMessage, consumerTag: string): void {
+    const deliveryTag = this.hold({ queue, message, consumerTag });
+    const consumer = this.consumers.get(consumerTag);
+    const delivery: ConsumeMessage = {
+      content: message.content,
+      properties: message.properties,
+      fields: { ...fieldsOf(message, deliveryTag), consumerTag },
+    };
+    setImmediate(() => {
+      if (this.held.has(deliveryTag)) consumer?.onMessage(delivery);
+    });
+  }
+
+  private hold(held: Held): number {
+    const deliveryTag = this.nextTag++;
+    this.held.set(deliveryTag, held);
+    return deliveryTag;
+  }
+
+  private heldBy(consumerTag: string): number {
+    let count = 0;
+    for (const held of this.held.values()) if (held.consumerTag === consumerTag) count++;
+    return count;
+  }
+
+  private settle(deliveryTag: number, allUpTo: boolean): Held[] {
+    this.assertOpen();
+    const tags = allUpTo ? [...this.held.keys()].filter((tag) => tag <= deliveryTag) : [deliveryTag];
+    if (!this.held.has(deliveryTag)) {
+      this.fail(new AmqpError(406, `PRECONDITION_FAILED - unknown delivery tag ${deliveryTag}`));
+      return [];
+    }
+    return tags.map((tag) => {
+      const held = this.held.get(tag) as Held;
+      this.held.delete(tag);
+      return held;
+    });
+  }
+
+  private run<T>(operation: () => T): Promise<T> {
+    if (this.closed) return Promise.reject(new IllegalOperationError('Channel closed'));
+    try {
+      return Promise.resolve(operation());
+    } catch (error) {
+      this.fail(error);
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  private fail(error: unknown): void {
+    if (error instanceof AmqpError) this.shutDown(error);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new IllegalOperationError('Channel closed');
+  }
+}
+
+/** The delivery fields a consumed and a fetched message share. */
+function fieldsOf(message: StoredMessage, deliveryTag: number) {
+  return {
+    deliveryTag,
+    redelivered: message.redelivered,
+    exchange: message.exchange,
+    routingKey: message.routingKey,
+  };
+}
+
+function toProperties(options: Options.Publish): MessageProperties {
+  return {
+    contentType: options.contentType,
+    contentEncoding: options.contentEncoding,
+    headers: { ...(options.headers as Record<string, unknown> | undefined) },
+    deliveryMode: options.persistent ? 2 : options.deliveryMode,
+    priority: options.priority,
+    correlationId: options.correlationId,
+    replyTo: options.replyTo,
+    expiration: options.expiration,
+    messageId: options.messageId,
+    timestamp: options.timestamp,
+    type: options.type,
+    userId: options.userId,
+    appId: options.appId,
+    clusterId: undefined,
+  };
+}
