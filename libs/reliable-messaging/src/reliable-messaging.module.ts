@@ -51,6 +51,7 @@ import { OutboxWriter } from './outbox/outbox-writer.service';
 import { InboxPruner } from './inbox/inbox-pruner.service';
 import { InboxStats } from './inbox/inbox-stats.service';
 import { InboxStore } from './inbox/inbox-store.service';
+import { MemoryInbox } from './inbox/memory-inbox';
 import { OrderedRetry } from './ordering/ordered-retry.service';
 import { OrderingTopology } from './ordering/ordering-topology.service';
 import { VersionGuard } from './ordering/version-guard.service';
@@ -113,6 +114,7 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
     InboxStore,
     InboxStats,
     InboxPruner,
+    MemoryInbox,
     OrderedRetry,
     OrderingTopology,
     VersionGuard,

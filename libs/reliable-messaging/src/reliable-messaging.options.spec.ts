@@ -46,6 +46,13 @@ describe('resolveOptions', () => {
     ).toBe(true);
   });
 
+  it('refuses the memory inbox of tests beside a dataSource, whose inbox is its table', () => {
+    const dataSource = {} as NonNullable<ReliableMessagingModuleOptions['dataSource']>;
+    expect(() => resolveOptions({ urls: URL, dataSource, inbox: { store: 'memory' } })).toThrow(
+      /inbox.store 'memory' is for tests without a database/,
+    );
+  });
+
   it('derives the dead-letter exchange and app id from the exchange and connection name', () => {
     expect(resolveOptions({ urls: URL, exchange: 'shop', connectionName: 'billing' })).toMatchObject({
       deadLetterExchange: 'shop.dead-letter',

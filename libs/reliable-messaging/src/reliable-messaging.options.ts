@@ -64,7 +64,7 @@ export interface ReliableMessagingModuleOptions {
   dataSource?: DataSource;
   /** The transactional outbox and its relay (used with `dataSource`). Defaults: see OutboxOptions. */
   outbox?: OutboxOptions;
-  /** The inbox that deduplicates deliveries (used with `dataSource`). Defaults: see InboxOptions. */
+  /** The inbox that deduplicates deliveries (used with `dataSource`, or in memory for tests). Defaults: see InboxOptions. */
   inbox?: InboxOptions;
   /** Whether to consume at all (a publish-only process, or the relay run on its own, sets false). Default: true. */
   consumersEnabled?: boolean;
@@ -205,6 +205,11 @@ export function resolveOptions(options: ReliableMessagingModuleOptions): Resolve
   assertName('deadLetterExchange', resolved.deadLetterExchange);
   if (resolved.exchange === resolved.deadLetterExchange) {
     throw new ConfigurationError("ReliableMessagingModule: 'deadLetterExchange' must differ from 'exchange'");
+  }
+  if (resolved.inbox.store === 'memory' && resolved.dataSource) {
+    throw new ConfigurationError(
+      "ReliableMessagingModule: inbox.store 'memory' is for tests without a database; with a dataSource the inbox is its table (leave inbox.store out)",
+    );
   }
   assertQueueType('defaultQueueType', resolved.defaultQueueType);
   assertInteger('heartbeatSeconds', resolved.heartbeatSeconds, 0, 600);

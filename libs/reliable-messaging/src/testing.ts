@@ -1,5 +1,6 @@
 /**
- * For tests, imported as `@app/reliable-messaging/testing`. Today it holds the fault points, which stop the module
+ * For tests, imported as `@app/reliable-messaging/testing`: the testing module and its harness, which run an app's
+ * handlers on an in-memory broker, and the fault points, which stop the module
  * at one exact moment (between a handler's commit and its ack, between the broker's confirm and the outbox's mark)
  * so a test can kill the process there and prove nothing is lost or applied twice.
  */
@@ -11,3 +12,25 @@ export {
   type AckFault,
   type RelayOutcome,
 } from './testing/fault-points';
+
+/** ReliableMessagingModule on an in-memory broker, for tests of an app's own handlers. */
+export {
+  ReliableMessagingTestingModule,
+  type ReliableMessagingTestingOptions,
+  type ReliableMessagingTestingAsyncOptions,
+} from './testing/reliable-messaging-testing.module';
+
+/** Publishes, delivers raw input, reads outcomes and moves the broker's clock. */
+export { MessagingHarness } from './testing/messaging-harness';
+
+/** What the harness records, and how a delivery ended. */
+export type {
+  DeliveryOutcome,
+  PublishedRecord,
+  ConsumedRecord,
+  HarnessRecords,
+  RecordKind,
+} from './testing/harness-records';
+
+/** The in-memory broker the testing module runs on, for tests that look at its queues or drop its connections. */
+export { InMemoryBroker, type StoredMessage, type BrokerEvent } from './testing/in-memory-broker/in-memory-broker';

@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { TransactionHost } from '@nestjs-cls/transactional';
-import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Consume, Publish, type MessageContext } from '@app/reliable-messaging';
 import { v7 as uuidv7 } from 'uuid';
 import { QUEUES } from '../config/messaging-names';
+import { handlerTransaction } from '../database/handler-transaction';
 import { OrderPaid } from '../messages/order-paid.message';
 import { OrderPlaced } from '../messages/order-placed.message';
 import { OrderNotFoundError } from '../orders/order-not-found.error';
@@ -12,18 +11,17 @@ import { Payment } from './payment.entity';
 
 /**
  * Takes payment for placed orders (a stand-in: every payment succeeds) and emits OrderPaid. The charge (a row in
- * the payments ledger), the order's update (through `txHost.tx`), the OrderPaid it returns and the inbox row that
+ * the payments ledger), the order's update (both through `ctx.manager`), the OrderPaid it returns and the inbox row that
  * marks OrderPlaced as handled commit together in the transaction the module opens for the handler, so a
  * redelivered OrderPlaced is skipped, never charged twice.
  */
 @Injectable()
 export class PaymentConsumer {
-  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
-
   @Consume({ queue: QUEUES.payment, concurrency: 10 })
   @Publish()
   async onOrderPlaced(event: OrderPlaced, ctx: MessageContext): Promise<OrderPaid> {
-    const orders = this.txHost.tx.getRepository(Order);
+    const transaction = handlerTransaction(ctx);
+    const orders = transaction.getRepository(Order);
     const paymentId = uuidv7();
     await orders.update(
       { id: event.orderId, status: 'placed' },
@@ -36,13 +34,13 @@ export class PaymentConsumer {
     }
     // Every run that commits charges, as a call to a payment provider would: the order's conditional update is
     // idempotent, the charge is not. Only the inbox keeps it to one per order, and the ledger shows if it did not.
-    await this.txHost.tx.getRepository(Payment).insert({
+    await transaction.getRepository(Payment).insert({
       id: paymentId,
       orderId: order.id,
       amountCents: order.totalCents,
       messageId: ctx.envelope.messageId,
     });
-    // An order already paid (a redelivery that got past deduplication, or none configured) emits its OrderPaid
+    // An order already paid (a redelivery that got past deduplication) emits its OrderPaid
     // again from the stored payment: downstream consumers drop the duplicate by its idempotency key.
     return OrderPaid.of({
       orderId: order.id,

@@ -1,10 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { TransactionHost } from '@nestjs-cls/transactional';
-import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Consume, type MessageContext } from '@app/reliable-messaging';
 import { IsNull } from 'typeorm';
 import { readReceiptRateLimit } from '../config/app-config';
 import { QUEUES } from '../config/messaging-names';
+import { handlerTransaction } from '../database/handler-transaction';
 import { OrderPaid } from '../messages/order-paid.message';
 import { OrderNotFoundError } from '../orders/order-not-found.error';
 import { Order } from '../orders/order.entity';
@@ -21,10 +20,7 @@ const RECEIPTS_PER_SECOND = readReceiptRateLimit(process.env);
 
 @Injectable()
 export class ReceiptConsumer {
-  constructor(
-    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
-    private readonly receipts: ReceiptClient,
-  ) {}
+  constructor(private readonly receipts: ReceiptClient) {}
 
   @Consume({
     queue: QUEUES.receipt,
@@ -33,7 +29,7 @@ export class ReceiptConsumer {
     rateLimit: { limit: RECEIPTS_PER_SECOND, periodMs: 1000 },
   })
   async onOrderPaid(event: OrderPaid, ctx: MessageContext): Promise<void> {
-    const orders = this.txHost.tx.getRepository(Order);
+    const orders = handlerTransaction(ctx).getRepository(Order);
     const order = await orders.findOneBy({ id: event.orderId });
     if (!order) throw new OrderNotFoundError(event.orderId);
     if (order.receiptId !== null) return;

@@ -216,6 +216,12 @@ describe('planConsumers', () => {
       { dedup: { scope: 'billing' } },
     ],
     [
+      "dedup on with the memory inbox of tests (inbox.store 'memory')",
+      {},
+      { inbox: { store: 'memory' } },
+      { dedup: { scope: 'billing' } },
+    ],
+    [
       "ordering 'queue': one message at a time on a single-active-consumer queue",
       { ordering: 'queue' },
       {},

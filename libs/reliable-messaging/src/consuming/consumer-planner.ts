@@ -80,7 +80,11 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
   assertDeadline(`${name} deadlineMs`, deadlineMs, module.consumerTimeoutMs);
   const rateLimit = resolveRateLimit(options.rateLimit, where);
   const retry = new RetryPolicy(mergeRetryOptions(module.retry, options.retry, `${name} retry`));
-  const dedup = resolveDedup(options.dedup, module.dataSource !== undefined, where);
+  const dedup = resolveDedup(
+    options.dedup,
+    module.dataSource !== undefined || module.inbox.store === 'memory',
+    where,
+  );
   const ordering = resolveOrderingOption(options.ordering, where);
 
   const extraQueueArguments = { ...options.queueArguments };
@@ -141,20 +145,23 @@ function resolveRateLimit(value: unknown, where: string): RateLimit | undefined 
   return { limit: rateLimit.limit as number, periodMs: rateLimit.periodMs as number };
 }
 
-/** `dedup`, on by default with a dataSource; on without one is refused, since the inbox table lives there. */
-function resolveDedup(value: unknown, hasDataSource: boolean, where: string): boolean {
+/**
+ * `dedup`, on by default where there is an inbox (a dataSource, or the memory inbox of tests); on without one is
+ * refused, since the inbox table lives in the dataSource.
+ */
+function resolveDedup(value: unknown, hasInbox: boolean, where: string): boolean {
   if (value !== undefined && typeof value !== 'boolean') {
     throw new ConfigurationError(
       `${where}: 'dedup' must be true or false, got ${typeof value === 'string' ? value : JSON.stringify(value)}`,
     );
   }
-  if (value === true && !hasDataSource) {
+  if (value === true && !hasInbox) {
     throw new ConfigurationError(
       `${where}: dedup needs the module's dataSource option, where the inbox table lives; ` +
         'configure dataSource, or set dedup: false for a handler that is idempotent by construction',
     );
   }
-  return value ?? hasDataSource;
+  return value ?? hasInbox;
 }
 
 function isInteger(value: unknown, min: number, max: number): boolean {

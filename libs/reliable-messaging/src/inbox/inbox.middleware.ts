@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
+import type { Envelope } from '../envelope/envelope';
 import type { MessageMiddleware } from '../pipeline/message-middleware';
 import type { StageDependencies } from '../pipeline/pipeline-stage';
 import { backendPid, endSession, terminateBackend } from '../database/backend-terminator';
@@ -23,17 +24,37 @@ const logger = new Logger('ReliableMessaging');
  * behind it would run on the same connection outside any transaction and commit on its own. Its backend is
  * terminated too, and the stage returns once it is gone, so the retry never waits on the abandoned attempt's
  * locks. The database pool is never exhausted by handlers that ignore their signal.
+ *
+ * With `inbox.store: 'memory'` (tests without a database) the keys are kept in memory instead (MemoryInbox),
+ * and there is no transaction.
  */
 export function inboxStage(
   consumer: Pick<ConsumerPlan, 'name' | 'queue' | 'dedup'>,
   { inbox }: Pick<StageDependencies, 'inbox'>,
 ): MessageMiddleware | undefined {
   if (!consumer.dedup) return undefined;
-  const { store, stats, transactions } = inbox;
+  const { store, stats, transactions, memory } = inbox;
   const { scope } = consumer.dedup;
+  const skipped = (envelope: Envelope): void => {
+    logger.debug(
+      `${consumer.name}: message ${envelope.messageId} is a duplicate of one already handled (idempotency key ${envelope.idempotencyKey}); skipped`,
+    );
+    stats.record({
+      queue: consumer.queue,
+      consumer: consumer.name,
+      messageId: envelope.messageId,
+      idempotencyKey: envelope.idempotencyKey,
+      type: envelope.type,
+    });
+  };
+  if (memory) {
+    return (next) => async (delivery) => {
+      const envelope = decoded(delivery.envelope);
+      if (!(await memory.run(scope, envelope.idempotencyKey, () => next(delivery)))) skipped(envelope);
+    };
+  }
   return (next) => async (delivery) => {
-    const envelope = delivery.envelope;
-    if (!envelope) throw new Error('the inbox stage runs after the envelope is decoded');
+    const envelope = decoded(delivery.envelope);
     let duplicate = false;
     let abandoning: Promise<void> | undefined;
     try {
@@ -55,19 +76,13 @@ export function inboxStage(
       // The retry must not meet the abandoned transaction's locks (its inbox row, its writes) on the server.
       await abandoning;
     }
-    if (duplicate) {
-      logger.debug(
-        `${consumer.name}: message ${envelope.messageId} is a duplicate of one already handled (idempotency key ${envelope.idempotencyKey}); skipped`,
-      );
-      stats.record({
-        queue: consumer.queue,
-        consumer: consumer.name,
-        messageId: envelope.messageId,
-        idempotencyKey: envelope.idempotencyKey,
-        type: envelope.type,
-      });
-    }
+    if (duplicate) skipped(envelope);
   };
+}
+
+function decoded(envelope: Envelope | undefined): Envelope {
+  if (!envelope) throw new Error('the inbox stage runs after the envelope is decoded');
+  return envelope;
 }
 
 /**

@@ -5,11 +5,12 @@ import { inboxRetentionWarning, resolveInboxOptions, type InboxOptions } from '.
 const DAY = 86_400_000;
 
 describe('resolveInboxOptions', () => {
-  it('applies the documented defaults: 7 days kept, a 3-day replay window, pruned every minute', () => {
+  it('applies the documented defaults: 7 days kept, a 3-day replay window, pruned every minute, in the database', () => {
     expect(resolveInboxOptions(undefined)).toEqual({
       retentionMs: 7 * DAY,
       replayWindowMs: 3 * DAY,
       pruneIntervalMs: 60_000,
+      store: 'database',
     });
   });
 
@@ -22,6 +23,11 @@ describe('resolveInboxOptions', () => {
       /'inbox.pruneIntervalMs' must be an integer from 1000 to 86400000/,
     ],
     ['not an object', 42, /'inbox' must be an object/],
+    [
+      'a store of another kind',
+      { store: 'redis' as 'memory' },
+      /'inbox.store' must be 'database' or 'memory', got "redis"/,
+    ],
   ])('refuses %s with a message naming the option', (_case, options, message) => {
     const resolve = (): unknown => resolveInboxOptions(options as InboxOptions);
     expect(resolve).toThrow(ConfigurationError);

@@ -15,6 +15,13 @@ export interface InboxOptions {
   replayWindowMs?: number;
   /** How often inbox rows past their retention are deleted, in batches. Default: 60000 ms. */
   pruneIntervalMs?: number;
+  /**
+   * Where handled messages are remembered: `'database'`, the inbox table in `dataSource`, in the handler's
+   * transaction; or `'memory'`, this process's memory, for tests without a database (ReliableMessagingTestingModule
+   * sets it when it has no `dataSource`). `'memory'` turns `dedup` on by default, as a `dataSource` does; it
+   * cannot be combined with one. Default: `'database'`.
+   */
+  store?: 'database' | 'memory';
 }
 
 /** Inbox options with every default applied and checked. */
@@ -22,6 +29,7 @@ export interface ResolvedInboxOptions {
   retentionMs: number;
   replayWindowMs: number;
   pruneIntervalMs: number;
+  store: 'database' | 'memory';
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -40,7 +48,13 @@ export function resolveInboxOptions(options: InboxOptions | undefined): Resolved
     retentionMs: options?.retentionMs ?? DEFAULT_INBOX_RETENTION_MS,
     replayWindowMs: options?.replayWindowMs ?? DEFAULT_INBOX_REPLAY_WINDOW_MS,
     pruneIntervalMs: options?.pruneIntervalMs ?? DEFAULT_INBOX_PRUNE_INTERVAL_MS,
+    store: options?.store ?? 'database',
   };
+  if (resolved.store !== 'database' && resolved.store !== 'memory') {
+    throw new ConfigurationError(
+      `ReliableMessagingModule: 'inbox.store' must be 'database' or 'memory', got ${JSON.stringify(resolved.store)}`,
+    );
+  }
   assertInteger('inbox.retentionMs', resolved.retentionMs, 1000, 3650 * DAY_MS);
   assertInteger('inbox.replayWindowMs', resolved.replayWindowMs, 0, 3650 * DAY_MS);
   assertInteger('inbox.pruneIntervalMs', resolved.pruneIntervalMs, 1000, DAY_MS);

@@ -4,6 +4,7 @@ import type { TransactionContext } from '../database/transaction-context.service
 import type { OverdueHandlers } from '../flow-control/overdue-handlers.service';
 import type { InboxStats } from '../inbox/inbox-stats.service';
 import type { InboxStore } from '../inbox/inbox-store.service';
+import type { MemoryInbox } from '../inbox/memory-inbox';
 import type { MessagingMetrics } from '../metrics/messaging-metrics.service';
 import type { FailureHandler } from '../retry/failure-handler.service';
 import type { RetryScheduler } from '../retry/retry-scheduler.service';
@@ -22,8 +23,11 @@ export interface StageDependencies {
   shutdown: AbortSignal;
   /** The database's availability; undefined when the module has no `dataSource`. */
   database?: DatabaseAvailability;
-  /** The inbox's table and transactions, used by deduplicating consumers. */
-  inbox: { store: InboxStore; stats: InboxStats; transactions: TransactionContext };
+  /**
+   * The inbox's table and transactions, used by deduplicating consumers; `memory` instead of the table with
+   * `inbox.store: 'memory'`.
+   */
+  inbox: { store: InboxStore; stats: InboxStats; transactions: TransactionContext; memory?: MemoryInbox };
 }
 
 /**

@@ -13,6 +13,7 @@ import { rateLimitStage } from '../flow-control/rate-limit.middleware';
 import { InboxStats } from '../inbox/inbox-stats.service';
 import { InboxStore } from '../inbox/inbox-store.service';
 import { inboxStage } from '../inbox/inbox.middleware';
+import { MemoryInbox } from '../inbox/memory-inbox';
 import { MessagingMetrics } from '../metrics/messaging-metrics.service';
 import { metricsStage } from '../metrics/metrics.middleware';
 import { OrderedRetry } from '../ordering/ordered-retry.service';
@@ -82,6 +83,7 @@ export class ReliabilityPipeline {
     store: InboxStore,
     stats: InboxStats,
     transactions: TransactionContext,
+    memoryInbox: MemoryInbox,
     private readonly contextStorage: MessageContextStorage,
     private readonly externalContextCreator: ExternalContextCreator,
   ) {
@@ -92,7 +94,12 @@ export class ReliabilityPipeline {
       overdue,
       shutdown: ordered.signal,
       database: options.dataSource ? database : undefined,
-      inbox: { store, stats, transactions },
+      inbox: {
+        store,
+        stats,
+        transactions,
+        memory: options.inbox.store === 'memory' ? memoryInbox : undefined,
+      },
     };
   }
 

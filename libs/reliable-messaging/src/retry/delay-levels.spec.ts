@@ -3,6 +3,7 @@ import {
   DELAY_LEVELS,
   DELAY_RESOLUTION_MS,
   delayEntryExchange,
+  delayOfRoutingKey,
   delayLevelName,
   delayLevelNames,
   delayRoutingKey,
@@ -52,6 +53,15 @@ describe('delay levels', () => {
     (delay, expected) => {
       expect(quantiseDelay(delay)).toBe(expected);
       expect(waitThroughLevels(delay)).toBe(expected);
+    },
+  );
+
+  it.each([0, 100, 1200, 60_000, 86_400_000])(
+    'reads a delay of %i ms back from its routing key, and nothing from a key that is not a delay',
+    (delay) => {
+      expect(delayOfRoutingKey(delayRoutingKey(delay))).toBe(delay);
+      expect(delayOfRoutingKey('order.placed')).toBeUndefined();
+      expect(delayOfRoutingKey(delayRoutingKey(delay).replace(/.$/, '2'))).toBeUndefined();
     },
   );
 

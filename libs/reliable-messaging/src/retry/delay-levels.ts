@@ -55,6 +55,13 @@ export function delayRoutingKey(delayMs: number): string {
   return bits.join('.');
 }
 
+/** The delay a delay-level routing key stands for, in ms; undefined for a key that is not one. */
+export function delayOfRoutingKey(routingKey: string): number | undefined {
+  const bits = routingKey.split('.');
+  if (bits.length !== DELAY_LEVELS || bits.some((bit) => bit !== '0' && bit !== '1')) return undefined;
+  return parseInt(bits.join(''), 2) * DELAY_RESOLUTION_MS;
+}
+
 /** How many levels (0 to n-1) hold every delay up to `maxDelayMs`. */
 export function levelsFor(maxDelayMs: number): number {
   const units = quantiseDelay(maxDelayMs) / DELAY_RESOLUTION_MS;

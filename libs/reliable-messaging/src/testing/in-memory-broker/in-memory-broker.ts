@@ -22,6 +22,26 @@ export interface QueueConsumer {
   deliver(queue: string, message: StoredMessage): void;
 }
 
+/**
+ * What the broker did, in the order it did it, for observers (the MessagingHarness): a message routed in
+ * (`published`, by a client or by dead-lettering), handed to a consumer (`delivered`), and how its consumer
+ * settled it (`acked`, `requeued`, `rejected`).
+ */
+export type BrokerEvent =
+  | {
+      readonly kind: 'published';
+      readonly exchange: string;
+      readonly routingKey: string;
+      readonly content: Buffer;
+      readonly properties: MessageProperties;
+      readonly queues: readonly string[];
+    }
+  | {
+      readonly kind: 'delivered' | 'acked' | 'requeued' | 'rejected';
+      readonly queue: string;
+      readonly message: StoredMessage;
+    };
+
 /** An AMQP error as RabbitMQ sends it: the reply code closes the channel (or the connection). */
 export class AmqpError extends Error {
   constructor(
@@ -60,6 +80,7 @@ export class InMemoryBroker {
   private readonly exchanges = new Map<string, Exchange>([['', { type: 'direct', bindings: [] }]]);
   private readonly queues = new Map<string, Queue>();
   private clock = 0;
+  private readonly observers = new Set<(event: BrokerEvent) => void>();
 
   /** Virtual milliseconds since the broker was made. */
   get now(): number {
@@ -76,6 +97,12 @@ export class InMemoryBroker {
       this.expireDue();
     }
     this.clock = until;
+  }
+
+  /** Calls `observer` with every event from now on, synchronously; returns a function that stops it. */
+  observe(observer: (event: BrokerEvent) => void): () => void {
+    this.observers.add(observer);
+    return () => this.observers.delete(observer);
   }
 
   assertExchange(name: string, type: ExchangeType): void {
@@ -142,6 +169,7 @@ export class InMemoryBroker {
   publish(exchange: string, routingKey: string, content: Buffer, properties: MessageProperties): string[] {
     const reached = new Set<string>();
     this.routeInto(exchange, routingKey, properties.headers ?? {}, reached, new Set());
+    this.emit({ kind: 'published', exchange, routingKey, content, properties, queues: [...reached] });
     for (const name of reached) {
       this.enqueue(this.queueNamed(name), {
         content,
@@ -175,8 +203,16 @@ export class InMemoryBroker {
     return this.queueNamed(name).messages.shift();
   }
 
+  /** A consumer acknowledged a message it held: it is gone, and the consumer has room again. */
+  acknowledge(name: string, message: StoredMessage): void {
+    this.emit({ kind: 'acked', queue: name, message });
+    const queue = this.queues.get(name);
+    if (queue) this.dispatch(queue);
+  }
+
   /** Puts an unacknowledged message back at the head of its queue (nack with requeue, a closed channel). */
   requeue(name: string, message: StoredMessage): void {
+    this.emit({ kind: 'requeued', queue: name, message });
     const queue = this.queues.get(name);
     if (!queue) return;
     message.redelivered = true;
@@ -195,14 +231,9 @@ export class InMemoryBroker {
 
   /** A message its consumer rejected without requeue: dead-lettered if the queue has a dead-letter exchange. */
   reject(name: string, message: StoredMessage): void {
+    this.emit({ kind: 'rejected', queue: name, message });
     const queue = this.queues.get(name);
     if (queue) this.deadLetter(queue, message, 'rejected');
-  }
-
-  /** Tells the broker a consumer has room again (it acknowledged something). */
-  wake(name: string): void {
-    const queue = this.queues.get(name);
-    if (queue) this.dispatch(queue);
   }
 
   private routeInto(
@@ -241,6 +272,7 @@ export class InMemoryBroker {
       const consumer = this.nextWithRoom(queue, candidates);
       if (!consumer) return;
       const message = queue.messages.shift() as StoredMessage;
+      this.emit({ kind: 'delivered', queue: queue.name, message });
       consumer.deliver(queue.name, message);
     }
   }
@@ -295,6 +327,10 @@ export class InMemoryBroker {
       message.content,
       properties,
     );
+  }
+
+  private emit(event: BrokerEvent): void {
+    for (const observer of this.observers) observer(event);
   }
 
   private exchangeNamed(name: string): Exchange {

@@ -167,7 +167,8 @@ export class InMemoryChannel extends EventEmitter {
   }
 
   ack(message: { fields: { deliveryTag: number } }, allUpTo = false): void {
-    for (const held of this.settle(message.fields.deliveryTag, allUpTo)) this.broker.wake(held.queue);
+    for (const held of this.settle(message.fields.deliveryTag, allUpTo))
+      this.broker.acknowledge(held.queue, held.message);
   }
 
   nack(message: { fields: { deliveryTag: number } }, allUpTo = false, requeue = true): void {

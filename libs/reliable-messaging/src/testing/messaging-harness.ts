@@ -1,0 +1,360 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import type { MessageProperties } from 'amqplib';
+import { getMessageDefinition } from '../decorators/message-type.decorator';
+import { EnvelopeFactory } from '../envelope/envelope.factory';
+import { InboxStats, type DuplicateDelivery } from '../inbox/inbox-stats.service';
+import { MemoryInbox } from '../inbox/memory-inbox';
+import { MessagePublisher, type PublishReceipt } from '../publishing/message-publisher.service';
+import type { PublishOptions } from '../publishing/publish-options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
+import { DEAD_LETTER_HEADERS, HEADERS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { delayOfRoutingKey } from '../retry/delay-levels';
+import {
+  bodyOf,
+  listOf,
+  type ConsumedRecord,
+  type DeliveryOutcome,
+  type HarnessRecords,
+  type PublishedRecord,
+  type RecordKind,
+} from './harness-records';
+import { InMemoryBroker, type BrokerEvent, type StoredMessage } from './in-memory-broker/in-memory-broker';
+import { IN_MEMORY_CONNECTIONS, type InMemoryConnections } from './in-memory-connections';
+
+/** How long `deliver()`, `waitFor()` and `advance()` wait by default before failing. */
+const DEFAULT_WAIT_MS = 5_000;
+
+/** A delivery between the broker handing it to a consumer and the consumer settling it. */
+interface Pending {
+  readonly queue: string;
+  readonly message: StoredMessage;
+  /** What the module published for it before settling: its retry, return or dead letter. */
+  republished?: Extract<BrokerEvent, { kind: 'published' }>;
+  duplicate?: DuplicateDelivery;
+}
+
+interface Waiter {
+  readonly kind: RecordKind;
+  readonly matches: (record: never) => boolean;
+  readonly resolve: (record: never) => void;
+}
+
+/**
+ * Drives and observes the module on the in-memory broker (ReliableMessagingTestingModule): publish or deliver a
+ * message, read how each delivery ended, move the broker's clock so retries come back at once. Every delivery
+ * runs the consumer's whole pipeline, as in production: decode and validation, the inbox, retries and dead
+ * letters, and the handler's own guards, interceptors, pipes and filters.
+ *
+ * @example
+ * const outcome = await harness.deliver('billing.payment', OrderPlaced.of({ orderId }));
+ * expect(outcome).toEqual({ kind: 'acked' });
+ */
+@Injectable()
+export class MessagingHarness implements OnModuleInit, OnModuleDestroy {
+  private readonly records: { [K in RecordKind]: HarnessRecords[K][] } = {
+    published: [],
+    consumed: [],
+    retried: [],
+    deadLettered: [],
+    duplicates: [],
+  };
+  private readonly pending = new Map<StoredMessage, Pending>();
+  private readonly waiters = new Set<Waiter>();
+  /** Message ids `deliver()` put straight into a queue: not the app's publishes. */
+  private readonly injected = new Set<string>();
+  private readonly stops: (() => void)[] = [];
+
+  constructor(
+    /** The in-memory broker the module runs on. */
+    readonly broker: InMemoryBroker,
+    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+    @Inject(IN_MEMORY_CONNECTIONS) private readonly connections: InMemoryConnections,
+    private readonly publisher: MessagePublisher,
+    private readonly inboxStats: InboxStats,
+    private readonly moduleRef: ModuleRef,
+  ) {}
+
+  onModuleInit(): void {
+    this.stops.push(
+      this.broker.observe((event) => this.onBrokerEvent(event)),
+      this.inboxStats.onDuplicate((duplicate) => this.onDuplicate(duplicate)),
+    );
+  }
+
+  onModuleDestroy(): void {
+    for (const stop of this.stops.splice(0)) stop();
+  }
+
+  /** Every message the app published. */
+  get published(): readonly PublishedRecord[] {
+    return this.records.published;
+  }
+
+  /** Every delivery a consumer settled, with its outcome. */
+  get consumed(): readonly ConsumedRecord[] {
+    return this.records.consumed;
+  }
+
+  /** The deliveries that were retried. */
+  get retried(): readonly ConsumedRecord[] {
+    return this.records.retried;
+  }
+
+  /** The deliveries that were dead-lettered. */
+  get deadLettered(): readonly ConsumedRecord[] {
+    return this.records.deadLettered;
+  }
+
+  /** The deliveries skipped as duplicates. */
+  get duplicates(): readonly ConsumedRecord[] {
+    return this.records.duplicates;
+  }
+
+  /**
+   * Publishes as the app does, through MessagePublisher: with a `dataSource` into the outbox, in the current
+   * transaction (or `options.manager`'s), to reach the broker once it commits.
+   */
+  publish(message: object, options?: PublishOptions): Promise<PublishReceipt> {
+    return this.publisher.publish(message, options);
+  }
+
+  /**
+   * Puts one message straight into `queue` and resolves with how its consumer settled it. A `@MessageType()`
+   * instance goes with the full envelope, as a publisher of this module would send it (each call a new message
+   * id, the same idempotency key). Anything else (a Buffer, a string, a plain object as JSON) is the raw body,
+   * with only the `headers` and `properties` given: what an unknown client would send.
+   */
+  async deliver(
+    queue: string,
+    body: object | string | Buffer,
+    headers: Record<string, unknown> = {},
+    properties: Partial<MessageProperties> = {},
+    { timeoutMs = DEFAULT_WAIT_MS }: { timeoutMs?: number } = {},
+  ): Promise<DeliveryOutcome> {
+    const { content, props } = this.toWire(body, headers, properties);
+    const messageId = props.messageId as string;
+    this.injected.add(messageId);
+    const settled = this.waitFor(
+      'consumed',
+      (record) => record.queue === queue && record.messageId === messageId,
+      { timeoutMs, waitingFor: `the delivery of ${messageId} to ${queue} to be settled` },
+    );
+    const reached = this.broker.publish('', queue, content, props);
+    if (reached.length === 0) throw new Error(`deliver(): there is no queue '${queue}'`);
+    return (await settled).outcome;
+  }
+
+  /**
+   * Moves the broker's clock on by `ms`: retries waiting in the delay levels come back, each as soon as its
+   * delay has passed. Resolves once every delivery it set off has been settled (the module's own timers, such
+   * as deadlines and rate limits, run on the real clock).
+   */
+  async advance(ms: number, { timeoutMs = DEFAULT_WAIT_MS }: { timeoutMs?: number } = {}): Promise<void> {
+    this.broker.advance(ms);
+    await this.settled({ timeoutMs });
+  }
+
+  /** Resolves once no delivery is in a consumer's hands, after the deliveries just made have started. */
+  async settled({ timeoutMs = DEFAULT_WAIT_MS }: { timeoutMs?: number } = {}): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let quietTurns = 0;
+    // Deliveries reach consumers a turn of the event loop after the broker hands them over: a few quiet turns
+    // in a row mean nothing more is on its way.
+    while (quietTurns < 3) {
+      await new Promise((resolve) => setImmediate(resolve));
+      quietTurns = this.pending.size === 0 ? quietTurns + 1 : 0;
+      if (Date.now() > deadline) {
+        throw new Error(
+          `timed out after ${timeoutMs} ms waiting for ${this.pending.size} deliveries to be settled`,
+        );
+      }
+    }
+  }
+
+  /**
+   * Resolves with the first record of `kind` that `matches` (one already there, or the next), or fails after
+   * `timeoutMs` with what each list holds.
+   */
+  waitFor<K extends RecordKind>(
+    kind: K,
+    matches: (record: HarnessRecords[K]) => boolean = () => true,
+    { timeoutMs = DEFAULT_WAIT_MS, waitingFor }: { timeoutMs?: number; waitingFor?: string } = {},
+  ): Promise<HarnessRecords[K]> {
+    const found = (this.records[kind] as HarnessRecords[K][]).find(matches);
+    if (found) return Promise.resolve(found);
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        kind,
+        matches,
+        resolve: (record: never) => {
+          clearTimeout(timer);
+          this.waiters.delete(waiter);
+          resolve(record);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(waiter);
+        reject(
+          new Error(
+            `timed out after ${timeoutMs} ms waiting for ${waitingFor ?? `a matching record in '${kind}'`}; ` +
+              `recorded: ${this.summary()}`,
+          ),
+        );
+      }, timeoutMs);
+      this.waiters.add(waiter);
+    });
+  }
+
+  /** Ends every connection to the broker, as a broker restart would; the module reconnects. */
+  dropConnections(): void {
+    for (const connection of this.connections.open()) connection.drop();
+  }
+
+  /** Forgets the records, and every key the memory inbox remembers; queues keep their messages. */
+  reset(): void {
+    for (const list of Object.values(this.records)) list.length = 0;
+    this.injected.clear();
+    this.moduleRef.get(MemoryInbox, { strict: false }).clear();
+  }
+
+  private toWire(
+    body: object | string | Buffer,
+    headers: Record<string, unknown>,
+    properties: Partial<MessageProperties>,
+  ): { content: Buffer; props: MessageProperties } {
+    if (typeof body === 'object' && !Buffer.isBuffer(body) && getMessageDefinition(body.constructor)) {
+      const outbound = this.moduleRef
+        .get(EnvelopeFactory, { strict: false })
+        .create(body, { headers: headers as Record<string, string> });
+      return {
+        content: outbound.body,
+        props: { ...outbound.properties, ...properties } as MessageProperties,
+      };
+    }
+    const content = Buffer.isBuffer(body)
+      ? body
+      : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body), 'utf8');
+    return {
+      content,
+      props: { messageId: randomUUID(), ...properties, headers: { ...headers } } as MessageProperties,
+    };
+  }
+
+  private onBrokerEvent(event: BrokerEvent): void {
+    if (event.kind === 'published') {
+      this.onPublished(event);
+      return;
+    }
+    if (event.kind === 'delivered') {
+      this.pending.set(event.message, { queue: event.queue, message: event.message });
+      return;
+    }
+    const pending = this.pending.get(event.message);
+    if (!pending) return;
+    this.pending.delete(event.message);
+    const outcome: DeliveryOutcome = event.kind === 'acked' ? this.outcomeOf(pending) : { kind: 'requeued' };
+    const { properties, content } = pending.message;
+    const record: ConsumedRecord = {
+      queue: pending.queue,
+      type: properties.type as string | undefined,
+      messageId: properties.messageId as string | undefined,
+      attempt: attemptOf(properties.headers?.[HEADERS.attempt]),
+      body: bodyOf(content),
+      headers: { ...properties.headers },
+      outcome,
+    };
+    this.add('consumed', record);
+    const list = listOf(outcome);
+    if (list) this.add(list, record);
+  }
+
+  private onPublished(event: Extract<BrokerEvent, { kind: 'published' }>): void {
+    const headers = event.properties.headers ?? {};
+    const messageId = event.properties.messageId as string | undefined;
+    const forQueue: unknown =
+      event.exchange === this.options.deadLetterExchange
+        ? headers[DEAD_LETTER_HEADERS.queue]
+        : headers[HEADERS.retryQueue];
+    if (typeof forQueue === 'string') {
+      for (const pending of this.pending.values()) {
+        if (pending.queue === forQueue && pending.message.properties.messageId === messageId) {
+          pending.republished = event;
+        }
+      }
+      return;
+    }
+    if (this.isInternal(event.exchange) || (messageId !== undefined && this.injected.has(messageId))) return;
+    this.add('published', {
+      exchange: event.exchange,
+      routingKey: event.routingKey,
+      type: event.properties.type as string | undefined,
+      messageId,
+      body: bodyOf(event.content),
+      headers: { ...headers },
+      queues: event.queues,
+    });
+  }
+
+  private onDuplicate(duplicate: DuplicateDelivery): void {
+    for (const pending of this.pending.values()) {
+      const messageId = pending.message.properties.messageId as string | undefined;
+      if (pending.queue === duplicate.queue && (messageId ?? duplicate.messageId) === duplicate.messageId) {
+        pending.duplicate = duplicate;
+      }
+    }
+  }
+
+  private outcomeOf(pending: Pending): DeliveryOutcome {
+    const republished = pending.republished;
+    if (republished?.exchange === this.options.deadLetterExchange) {
+      const headers = republished.properties.headers ?? {};
+      return {
+        kind: 'dead-lettered',
+        reason: String(headers[DEAD_LETTER_HEADERS.reason]),
+        errorClass: String(headers[DEAD_LETTER_HEADERS.errorClass]),
+        errorMessage: String(headers[DEAD_LETTER_HEADERS.errorMessage]),
+        attempts: Number(headers[DEAD_LETTER_HEADERS.attempts]),
+      };
+    }
+    if (republished) {
+      const before = attemptOf(pending.message.properties.headers?.[HEADERS.attempt]);
+      const after = attemptOf(republished.properties.headers?.[HEADERS.attempt]);
+      if (after <= before) return { kind: 'returned' };
+      return {
+        kind: 'retried',
+        nextAttempt: after,
+        delayMs: delayOfRoutingKey(republished.routingKey) ?? 0,
+      };
+    }
+    if (pending.duplicate) return { kind: 'duplicate', idempotencyKey: pending.duplicate.idempotencyKey };
+    return { kind: 'acked' };
+  }
+
+  /** The module's own exchanges: the delay levels, their deliver exchange and the dead-letter exchange. */
+  private isInternal(exchange: string): boolean {
+    return (
+      exchange === this.options.deadLetterExchange || exchange.startsWith(`${this.options.exchange}.retry.`)
+    );
+  }
+
+  private add<K extends RecordKind>(kind: K, record: HarnessRecords[K]): void {
+    (this.records[kind] as HarnessRecords[K][]).push(record);
+    for (const waiter of [...this.waiters]) {
+      if (waiter.kind === kind && waiter.matches(record as never)) waiter.resolve(record as never);
+    }
+  }
+
+  private summary(): string {
+    return Object.entries(this.records)
+      .map(([kind, list]) => `${list.length} ${kind}`)
+      .join(', ');
+  }
+}
+
+function attemptOf(value: unknown): number {
+  const attempt = Number(value ?? 1);
+  return Number.isInteger(attempt) && attempt >= 1 ? attempt : 1;
+}
