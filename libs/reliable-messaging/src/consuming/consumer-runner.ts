@@ -11,6 +11,7 @@ import { consumerTimeoutArguments } from '../flow-control/consumer-timeout';
 import { maxDeadlineMs } from '../flow-control/deadline-limits';
 import type { ConsumerPlan } from './consumer-plan';
 import { AckBatcher } from './ack-batcher';
+import { sharedAbortController } from '../util/shared-abort';
 
 const RESUBSCRIBE_BASE_MS = 200;
 const RESUBSCRIBE_CAP_MS = 10_000;
@@ -55,7 +56,7 @@ export class ConsumerRunner {
   private model?: ChannelModel;
   private lifecycle: Promise<void> = Promise.resolve();
   /** Aborted when the drain begins: deliveries held for an outage go back to their queue at once. */
-  private readonly draining = new AbortController();
+  private readonly draining = sharedAbortController();
   private readonly holdLimitMs: number;
 
   constructor(

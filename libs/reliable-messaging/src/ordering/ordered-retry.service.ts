@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { sharedAbortController } from '../util/shared-abort';
 
 /**
  * Stops the in-place retry waits of ordered consumers when shutdown begins (MessagingLifecycle calls
@@ -7,7 +8,7 @@ import { Injectable } from '@nestjs/common';
  */
 @Injectable()
 export class OrderedRetry {
-  private readonly stopping = new AbortController();
+  private readonly stopping = sharedAbortController();
 
   /** Aborts when the app starts shutting down. */
   get signal(): AbortSignal {
