@@ -187,4 +187,9 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
     expect(exit).toEqual({ code: 0, signal: null });
     expect(app.lines.some((line) => line.includes('messaging stopped'))).toBe(true);
   });
+
+  it('prints plain text, with no colour codes, under NO_COLOR', () => {
+    expect(app.lines.some((line) => line.includes('order service listening on port'))).toBe(true);
+    expect(app.lines.join('\n')).not.toContain('\u001b[');
+  });
 });

@@ -1,5 +1,5 @@
 import { Module, ValidationPipe } from '@nestjs/common';
-import { APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
@@ -15,6 +15,7 @@ import { PaymentModule } from './payment/payment.module';
 import { ReceiptModule } from './receipt/receipt.module';
 import { ShippingModule } from './shipping/shipping.module';
 import { HealthModule } from './health/health.module';
+import { ErrorResponsesFilter } from './http/error-responses.filter';
 import { ObservabilityModule } from './observability/observability.module';
 
 /**
@@ -47,6 +48,7 @@ import { ObservabilityModule } from './observability/observability.module';
         connectionName: config.messaging.connectionName,
         dataSource,
         retry: config.retry,
+        reconnect: config.reconnect,
         defaultDeadlineMs: config.handlerDeadlineMs,
         shutdownTimeoutMs: config.shutdownTimeoutMs,
         ...toolModeMessagingOptions(),
@@ -60,6 +62,7 @@ import { ObservabilityModule } from './observability/observability.module';
     ObservabilityModule,
   ],
   providers: [
+    { provide: APP_FILTER, useClass: ErrorResponsesFilter },
     {
       provide: APP_PIPE,
       useValue: new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true }),

@@ -3,10 +3,10 @@ import './observability/tracing';
 import 'reflect-metadata';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Logger, type INestApplication } from '@nestjs/common';
+import { ConsoleLogger, Logger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
-import { APP_CONFIG, type AppConfig } from './config/app-config';
+import { APP_CONFIG, readLogFormat, type AppConfig } from './config/app-config';
 import { installFaultPoints } from './faults/fault-points';
 
 async function bootstrap(): Promise<void> {
@@ -15,7 +15,10 @@ async function bootstrap(): Promise<void> {
   // abortOnError off: a failed start is reported below and exits with code 1 instead of aborting the process.
   // forceCloseConnections: on shutdown, keep-alive HTTP connections are closed too; under steady traffic they never
   // go idle, and the server would wait for them past any deadline (the fault matrix's SIGTERM fault found this).
+  // LOG_FORMAT=json: one JSON object a line, as log pipelines expect; text honours NO_COLOR.
+  const json = readLogFormat(process.env) === 'json';
   const app = await NestFactory.create<INestApplication<Server>>(AppModule, {
+    logger: new ConsoleLogger({ json, colors: !json && !process.env.NO_COLOR }),
     abortOnError: false,
     forceCloseConnections: true,
   });

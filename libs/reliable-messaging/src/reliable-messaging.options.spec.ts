@@ -27,7 +27,7 @@ describe('resolveOptions', () => {
       defaultPrefetch: undefined,
       maxPayloadBytes: 262_144,
       publishConfirmTimeoutMs: 10_000,
-      reconnect: { initialDelayMs: 250, maxDelayMs: 15_000 },
+      reconnect: { initialDelayMs: 250, maxDelayMs: 1_500 },
       startupTimeoutMs: 30_000,
       appId: 'reliable-messaging',
       deliveryLimitBackstop: 20,

@@ -48,7 +48,11 @@ export interface ReliableMessagingModuleOptions {
   maxPayloadBytes?: number;
   /** How long a publish waits for the broker's confirm before failing. Default: 10000 ms. */
   publishConfirmTimeoutMs?: number;
-  /** Reconnect backoff (full jitter): first delay and cap. Defaults: 250 ms and 15000 ms. */
+  /**
+   * Reconnect backoff (full jitter): first delay and cap. The cap bounds how long after the broker accepts
+   * connections again the app is back (plus its setup). Defaults: 250 ms and 1500 ms; raise the cap for a fleet
+   * of hundreds of processes, whose attempts a recovering broker must also take.
+   */
   reconnect?: { initialDelayMs?: number; maxDelayMs?: number };
   /** How long startup waits for the first connection before failing. Default: 30000 ms. */
   startupTimeoutMs?: number;
@@ -144,7 +148,7 @@ export const DEFAULT_CONCURRENCY = 10;
 export const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
 export const DEFAULT_PUBLISH_CONFIRM_TIMEOUT_MS = 10_000;
 export const DEFAULT_RECONNECT_INITIAL_DELAY_MS = 250;
-export const DEFAULT_RECONNECT_MAX_DELAY_MS = 15_000;
+export const DEFAULT_RECONNECT_MAX_DELAY_MS = 1_500;
 export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
 export const DEFAULT_DELIVERY_LIMIT_BACKSTOP = 20;
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;

@@ -17,3 +17,10 @@ export { CreateInbox1767225600001 } from './inbox/create-inbox.migration';
 /** The audit trail of the operator's dead-letter actions, and its migration. */
 export { DeadLetterAuditEntity } from './dead-letter-admin/dead-letter-audit.entity';
 export { CreateDeadLetterAudit1767225600003 } from './dead-letter-admin/create-dead-letter-audit.migration';
+
+/**
+ * Whether an error says the database cannot serve right now (connection lost or refused, server restarting,
+ * backend terminated, no connection to spare) rather than that the query was wrong: an HTTP layer answers 503
+ * and `Retry-After` for it, as the module's consumers wait it out without spending an attempt.
+ */
+export { isDatabaseUnavailableError } from './database/database-errors';

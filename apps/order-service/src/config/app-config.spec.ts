@@ -11,6 +11,8 @@ describe('loadAppConfig', () => {
       shutdownTimeoutMs: 25_000,
       handlerDeadlineMs: 30_000,
       receipt: { latencyMs: 20, failureRate: 0, ratePerSecond: 50 },
+      reconnect: { initialDelayMs: 250, maxDelayMs: 1500 },
+      logFormat: 'text',
       retry: { maxAttempts: 12, initialDelayMs: 1000, maxDelayMs: 120_000 },
     });
   });
@@ -30,6 +32,9 @@ describe('loadAppConfig', () => {
       RETRY_MAX_ATTEMPTS: '8',
       RETRY_INITIAL_DELAY_MS: '100',
       RETRY_MAX_DELAY_MS: '1000',
+      RECONNECT_INITIAL_DELAY_MS: '100',
+      RECONNECT_MAX_DELAY_MS: '800',
+      LOG_FORMAT: 'json',
     });
 
     expect(config).toEqual({
@@ -40,6 +45,8 @@ describe('loadAppConfig', () => {
       shutdownTimeoutMs: 40_000,
       handlerDeadlineMs: 5000,
       receipt: { url: 'http://127.0.0.1:4100', latencyMs: 5, failureRate: 0.25, ratePerSecond: 200 },
+      reconnect: { initialDelayMs: 100, maxDelayMs: 800 },
+      logFormat: 'json',
       retry: { maxAttempts: 8, initialDelayMs: 100, maxDelayMs: 1000 },
     });
   });
@@ -53,6 +60,8 @@ describe('loadAppConfig', () => {
     ['SHUTDOWN_TIMEOUT_MS', '0', "SHUTDOWN_TIMEOUT_MS must be an integer from 1 to 3600000; got '0'"],
     ['HANDLER_DEADLINE_MS', '10', "HANDLER_DEADLINE_MS must be an integer from 100 to 3600000; got '10'"],
     ['RECEIPT_URL', 'ftp://x', "RECEIPT_URL must be an http:// or https:// URL; got 'ftp://x'"],
+    ['RECONNECT_MAX_DELAY_MS', '0', "RECONNECT_MAX_DELAY_MS must be an integer from 1 to 600000; got '0'"],
+    ['LOG_FORMAT', 'xml', "LOG_FORMAT must be 'text' or 'json'; got 'xml'"],
     ['RECEIPT_LATENCY_MS', '1.5', "RECEIPT_LATENCY_MS must be an integer from 0 to 60000; got '1.5'"],
     [
       'DATABASE_URL',

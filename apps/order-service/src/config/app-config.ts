@@ -37,6 +37,18 @@ export interface AppConfig {
      */
     ratePerSecond: number;
   };
+  /**
+   * How the broker connections come back after they drop (the module's `reconnect` option): attempts with full
+   * jitter up to the cap, so the app tries again within the cap of the broker accepting connections again.
+   */
+  reconnect: {
+    /** `RECONNECT_INITIAL_DELAY_MS`: ceiling of the first attempt's delay, doubled by each later one. Default: 250, as the module's. */
+    initialDelayMs: number;
+    /** `RECONNECT_MAX_DELAY_MS`: cap on any attempt's delay. Default: 1500, as the module's. */
+    maxDelayMs: number;
+  };
+  /** `LOG_FORMAT`: `text`, one line a record, coloured unless `NO_COLOR` is set; or `json`, one JSON object a line. Default: `text`. */
+  logFormat: LogFormat;
   /** How the consumers retry a failed message (the module's `retry` option). */
   retry: {
     /** `RETRY_MAX_ATTEMPTS`: attempts in all, the first included, 1 to 100. Default: 12, as the module's. */
@@ -47,6 +59,9 @@ export interface AppConfig {
     maxDelayMs: number;
   };
 }
+
+/** How the app writes its logs. */
+export type LogFormat = 'text' | 'json';
 
 /** Injection token of the {@link AppConfig}. */
 export const APP_CONFIG = Symbol('APP_CONFIG');
@@ -59,6 +74,8 @@ export const DEFAULT_HANDLER_DEADLINE_MS = 30_000;
 export const DEFAULT_RECEIPT_LATENCY_MS = 20;
 export const DEFAULT_RECEIPT_FAILURE_RATE = 0;
 export const DEFAULT_RECEIPT_RATE_LIMIT = 50;
+export const DEFAULT_RECONNECT_INITIAL_DELAY_MS = 250;
+export const DEFAULT_RECONNECT_MAX_DELAY_MS = 1500;
 export const DEFAULT_RETRY_MAX_ATTEMPTS = 12;
 export const DEFAULT_RETRY_INITIAL_DELAY_MS = 1000;
 export const DEFAULT_RETRY_MAX_DELAY_MS = 120_000;
@@ -100,6 +117,19 @@ export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       }),
       ratePerSecond: readReceiptRateLimit(env),
     },
+    reconnect: {
+      initialDelayMs: readNumber(env, 'RECONNECT_INITIAL_DELAY_MS', DEFAULT_RECONNECT_INITIAL_DELAY_MS, {
+        min: 1,
+        max: 600_000,
+        integer: true,
+      }),
+      maxDelayMs: readNumber(env, 'RECONNECT_MAX_DELAY_MS', DEFAULT_RECONNECT_MAX_DELAY_MS, {
+        min: 1,
+        max: 600_000,
+        integer: true,
+      }),
+    },
+    logFormat: readLogFormat(env),
     retry: {
       maxAttempts: readNumber(env, 'RETRY_MAX_ATTEMPTS', DEFAULT_RETRY_MAX_ATTEMPTS, {
         min: 1,
@@ -118,6 +148,14 @@ export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       }),
     },
   };
+}
+
+/** `LOG_FORMAT`, read before the app is made (its logger is), so main.ts calls this directly. */
+export function readLogFormat(env: NodeJS.ProcessEnv): LogFormat {
+  const text = (env.LOG_FORMAT ?? '').trim();
+  if (text === '' || text === 'text') return 'text';
+  if (text === 'json') return 'json';
+  throw new Error(`LOG_FORMAT must be 'text' or 'json'; got '${text}'`);
 }
 
 function readNumber(

@@ -3,6 +3,7 @@ import { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from '@app
 import { OrderItem } from '../orders/order-item.entity';
 import { Order } from '../orders/order.entity';
 import { Payment } from '../payment/payment.entity';
+import { DatabaseLogger } from './database-logger';
 import { CreateOrders1764403200000 } from './migrations/1764403200000-create-orders.migration';
 import { CreatePayments1764576000000 } from './migrations/1764576000000-create-payments.migration';
 
@@ -25,6 +26,8 @@ export function orderDataSourceOptions(databaseUrl: string): TypeOrmModuleOption
     migrations: [...RELIABLE_MESSAGING_MIGRATIONS, ...ORDER_MIGRATIONS],
     migrationsRun: true,
     synchronize: false,
+    // Through the app's logger, and a failed query without its parameters, which hold customer data.
+    logger: new DatabaseLogger(),
     logging: ['error', 'warn', 'migration'],
     // The consumers' handlers (25 at most at once, see their `concurrency`), HTTP requests and the outbox
     // relay share the pool.

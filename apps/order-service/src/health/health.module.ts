@@ -2,9 +2,13 @@ import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { HealthController } from './health.controller';
 
-/** `GET /health/live` and `GET /health/ready`, from the messaging module's health checks. */
+/**
+ * `GET /health/live` and `GET /health/ready`, from the messaging module's health checks. Terminus' own logger is
+ * off: it would log a coloured multi-line report at ERROR on every failed call; the controller logs one line
+ * per change of state instead.
+ */
 @Module({
-  imports: [TerminusModule.forRoot({ errorLogStyle: 'pretty' })],
+  imports: [TerminusModule.forRoot({ logger: false })],
   controllers: [HealthController],
 })
 export class HealthModule {}

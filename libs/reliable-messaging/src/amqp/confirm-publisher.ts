@@ -235,7 +235,7 @@ export class ConfirmPublisher {
   private async ready(): Promise<ConfirmChannel> {
     if (this.channel) return this.channel;
     const model = this.connection.model;
-    if (!model) throw new PublishError(`not connected to the broker at ${this.connection.redactedUrl}`);
+    if (!model) throw new PublishError('not connected to the broker; reconnecting');
     return this.open(model);
   }
 

@@ -284,7 +284,7 @@ export class DeadLetterOperations {
 
   private model(): ChannelModel {
     const model = this.connection.model;
-    if (!model) throw new Error(`not connected to the broker at ${this.connection.redactedUrl}`);
+    if (!model) throw new Error('not connected to the broker; reconnecting');
     return model;
   }
 }

@@ -49,7 +49,7 @@ export class DeadLetterMonitor {
   /** The given consumer queues' dead-letter queues, read now. */
   async read(queues: readonly string[]): Promise<DeadLetterQueueStats[]> {
     const model = this.connection.model;
-    if (!model) throw new Error(`not connected to the broker at ${this.connection.redactedUrl}`);
+    if (!model) throw new Error('not connected to the broker; reconnecting');
     const stats: DeadLetterQueueStats[] = [];
     for (const queue of queues) stats.push(await this.readOne(model, queue));
     return stats;
