@@ -46,6 +46,8 @@ export { VersionGuard, type VersionCheck } from './ordering/version-guard.servic
 export { MessagePublisher, type PublishReceipt } from './publishing/message-publisher.service';
 /** What `publish()` takes: per-message options, and a raw message for clients of other envelopes. */
 export type { PublishOptions, RawMessage } from './publishing/publish-options';
+/** What `request()` takes: the publish options without `manager`, a required `timeoutMs` and an abort signal. */
+export type { RequestOptions } from './request-reply/request-options';
 
 /** Terminus indicators for liveness and readiness (`/health/live`, `/health/ready`). */
 export { MessagingHealth } from './health/messaging-health.service';
@@ -64,6 +66,12 @@ export { InvalidMessageError, type InvalidMessageReason } from './errors/invalid
 export { ConfigurationError } from './errors/configuration.error';
 /** `publish()` with an outbox, called outside any transaction: nothing for the message to commit with. */
 export { NoTransactionError } from './errors/no-transaction.error';
+/** `request()` got no reply within its timeoutMs; the request expired in the broker too. */
+export { RequestTimeoutError } from './errors/request-timeout.error';
+/** `request()` was waiting when its reply channel closed (connection lost, shutdown): its reply cannot arrive. */
+export { RequestInterruptedError } from './errors/request-interrupted.error';
+/** The responder's handler failed a request for good: its error's name and message, never its stack. */
+export { RemoteHandlerError } from './errors/remote-handler.error';
 /** A publish failed; the subclasses say how. */
 export {
   PublishError,

@@ -82,6 +82,7 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
   const retry = new RetryPolicy(mergeRetryOptions(module.retry, options.retry, `${name} retry`));
   const dedup = resolveDedup(options.dedup, module.dataSource !== undefined, where);
   const ordering = resolveOrderingOption(options.ordering, where);
+  const reply = resolveReply(options.reply, where);
 
   const extraQueueArguments = { ...options.queueArguments };
   const unordered: ConsumerPlan = {
@@ -107,6 +108,7 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
     maxPayloadBytes: module.maxPayloadBytes,
     retry,
     dedup: dedup ? { scope: queue } : undefined,
+    reply,
     ordering: { mode: 'none' },
   };
   return planConsumerOrdering(unordered, ordering, options, queueArguments, warn).map(freeze);
@@ -155,6 +157,16 @@ function resolveDedup(value: unknown, hasDataSource: boolean, where: string): bo
     );
   }
   return value ?? hasDataSource;
+}
+
+/** `reply`, off by default: a handler answers requests only when it says so. */
+function resolveReply(value: unknown, where: string): boolean {
+  if (value !== undefined && typeof value !== 'boolean') {
+    throw new ConfigurationError(
+      `${where}: 'reply' must be true or false, got ${typeof value === 'string' ? value : JSON.stringify(value)}`,
+    );
+  }
+  return value ?? false;
 }
 
 function isInteger(value: unknown, min: number, max: number): boolean {
