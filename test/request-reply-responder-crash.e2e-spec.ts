@@ -66,4 +66,12 @@ describe('a responder killed mid-request', () => {
     expect(elapsedMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 5);
     expect(elapsedMs).toBeLessThan(TIMEOUT_MS + MARGIN_MS);
   });
+
+  it('lets the request it held expire from the queue into the dead-letter queue, as expired', async () => {
+    const [expired] = await broker.waitForMessages(`${queue}.dlq`, 1);
+
+    expect(JSON.parse(expired.content.toString())).toEqual({ sku: 'stall-1' });
+    const deaths = expired.properties.headers?.['x-death'] as Array<{ reason: string }> | undefined;
+    expect(deaths?.[0]?.reason).toBe('expired');
+  });
 });
