@@ -100,6 +100,7 @@ describe('a consumer stopped while it (re)subscribes', () => {
       acceptedMajorVersions: [1],
       maxPayloadBytes: options.maxPayloadBytes,
       retry: new RetryPolicy(options.retry),
+      reply: false,
       ordering: { mode: 'none' },
     };
     broker.track(definition.deadLetterQueue);

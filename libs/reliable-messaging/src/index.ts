@@ -17,12 +17,11 @@ export type { ReliableMessagingModuleOptions, QueueType } from './reliable-messa
 export type { OutboxOptions } from './outbox/outbox.options';
 /** The inbox's options (`inbox`): how long handled message ids are kept, how often they are pruned. */
 export type { InboxOptions } from './inbox/inbox.options';
-/** A retry policy (module-wide `retry`, or per consumer), and the classes of error it tells apart. */
-export type { RetryOptions, ErrorClass } from './retry/retry.options';
-/** A consumer's rate limit (`@Consume({ rateLimit })`). */
-export type { RateLimit } from './flow-control/rate-limit.middleware';
-/** A consumer's ordering (`@Consume({ ordering })`): single active consumer or partitions by ordering key. */
-export type { OrderingOption } from './ordering/ordering.options';
+/**
+ * A retry policy (module-wide `retry`, or per consumer). A consumer's other option types are
+ * `ConsumeOptions['rateLimit']` and `ConsumeOptions['ordering']`.
+ */
+export type { RetryOptions } from './retry/retry.options';
 
 /** Marks a provider method as the handler of a queue. */
 export { Consume, type ConsumeOptions } from './decorators/consume.decorator';
@@ -46,6 +45,8 @@ export { VersionGuard, type VersionCheck } from './ordering/version-guard.servic
 export { MessagePublisher, type PublishReceipt } from './publishing/message-publisher.service';
 /** What `publish()` takes: per-message options, and a raw message for clients of other envelopes. */
 export type { PublishOptions, RawMessage } from './publishing/publish-options';
+/** What `request()` takes: the publish options without `manager`, a required `timeoutMs` and an abort signal. */
+export type { RequestOptions } from './request-reply/request-options';
 
 /** Terminus indicators for liveness and readiness (`/health/live`, `/health/ready`). */
 export { MessagingHealth } from './health/messaging-health.service';
@@ -64,6 +65,12 @@ export { InvalidMessageError, type InvalidMessageReason } from './errors/invalid
 export { ConfigurationError } from './errors/configuration.error';
 /** `publish()` with an outbox, called outside any transaction: nothing for the message to commit with. */
 export { NoTransactionError } from './errors/no-transaction.error';
+/** `request()` got no reply within its timeoutMs; the request expired in the broker too. */
+export { RequestTimeoutError } from './errors/request-timeout.error';
+/** `request()` was waiting when its reply channel closed (connection lost, shutdown): its reply cannot arrive. */
+export { RequestInterruptedError } from './errors/request-interrupted.error';
+/** The responder's handler failed a request for good: its error's name and message, never its stack. */
+export { RemoteHandlerError } from './errors/remote-handler.error';
 /** A publish failed; the subclasses say how. */
 export {
   PublishError,

@@ -9,5 +9,8 @@ export {
   ReliableMessagingTransport,
   RELIABLE_MESSAGING_TRANSPORT,
 } from './microservices/reliable-messaging.transport';
-/** The client: `{ provide: 'ORDERS', useExisting: ReliableMessagingClient }`, then `emit()` as before. */
-export { ReliableMessagingClient } from './microservices/reliable-messaging.client';
+/**
+ * The client: `{ provide: 'ORDERS', useExisting: ReliableMessagingClient }`, then `emit()` and `send()` as before;
+ * `send()` waits up to `DEFAULT_SEND_TIMEOUT_MS` for its reply unless the client comes from `withSendTimeout(ms)`.
+ */
+export { ReliableMessagingClient, DEFAULT_SEND_TIMEOUT_MS } from './microservices/reliable-messaging.client';

@@ -22,6 +22,8 @@ import { ReliabilityPipeline } from './pipeline/reliability-pipeline';
 import { MessagePublisher } from './publishing/message-publisher.service';
 import { FailureHandler } from './retry/failure-handler.service';
 import { RetryScheduler } from './retry/retry-scheduler.service';
+import { ReplyPublisher } from './request-reply/reply-publisher.service';
+import { RequestChannel } from './request-reply/request-channel.service';
 import { DelayTopology } from './retry/delay-topology.service';
 import { DeadLetterAudit } from './dead-letter-admin/dead-letter-audit.service';
 import { DeadLetterMonitor } from './dead-letter/dead-letter-monitor.service';
@@ -79,6 +81,8 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
     DeadLetterService,
     FailureHandler,
     RetryScheduler,
+    RequestChannel,
+    ReplyPublisher,
     DelayTopology,
     DeadLetterAudit,
     DeadLetterMonitor,

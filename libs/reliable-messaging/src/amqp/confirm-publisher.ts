@@ -19,6 +19,14 @@ const REFUSALS_BEFORE_REOPEN = 20;
 /** How long a run of refusals must last, and how long at least between two replacements. */
 const REOPEN_INTERVAL_MS = 1_000;
 
+/** How a message is published: persistent and `mandatory` by default; replies are neither. */
+export interface PublishMode {
+  persistent: boolean;
+  mandatory: boolean;
+}
+
+const DURABLE: PublishMode = { persistent: true, mandatory: true };
+
 interface Pending {
   messageId: string;
   returned?: string;
@@ -73,13 +81,15 @@ export class ConfirmPublisher {
 
   /**
    * Publishes and waits for the broker's confirm, in a `send <exchange>` span; the time to the confirm is
-   * recorded in `rm_publish_confirm_duration_seconds`, by outcome.
+   * recorded in `rm_publish_confirm_duration_seconds`, by outcome. `mode` is for replies to requests, which
+   * go to a direct reply-to name: persistence means nothing there, and RabbitMQ returns a `mandatory` one as
+   * unroutable even when it delivers it (seen on 3.10).
    */
-  async publish(message: OutboundMessage): Promise<void> {
+  async publish(message: OutboundMessage, mode: PublishMode = DURABLE): Promise<void> {
     const started = performance.now();
     let outcome = 'confirmed';
     try {
-      await traceSend(message, () => this.send(message));
+      await traceSend(message, () => this.send(message, mode));
     } catch (error) {
       outcome = error instanceof Error ? error.name : 'Error';
       throw error;
@@ -91,7 +101,7 @@ export class ConfirmPublisher {
     }
   }
 
-  private async send(message: OutboundMessage): Promise<void> {
+  private async send(message: OutboundMessage, mode: PublishMode): Promise<void> {
     await this.whileBlocked(message.properties.messageId);
     const channel = await this.ready();
     await this.drained;
@@ -112,7 +122,7 @@ export class ConfirmPublisher {
             message.exchange,
             message.routingKey,
             message.body,
-            { ...message.properties, persistent: true, mandatory: true },
+            { ...message.properties, ...mode },
             (error: unknown) => {
               clearTimer();
               const refused = error instanceof Error && /nack/i.test(error.message);

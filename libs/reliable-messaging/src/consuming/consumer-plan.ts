@@ -69,6 +69,11 @@ export interface ConsumerPlan {
    * key-ordered consumer share, since a key moves between partitions when their number changes.
    */
   readonly dedup?: { readonly scope: string };
+  /**
+   * Whether the handler answers requests (`reply`, default false; true for an `@MessagePattern()`): its return
+   * value is sent to a message's `replyTo` before the message is acknowledged (request-reply/reply.middleware.ts).
+   */
+  readonly reply: boolean;
   /** How its messages are ordered; default `{ mode: 'none' }`. */
   readonly ordering: ConsumerOrdering;
 }

@@ -103,6 +103,7 @@ const DEFAULT_PLAN = {
     maxRedeliveries: 5,
   },
   dedup: undefined,
+  reply: false,
   ordering: { mode: 'none' },
 };
 
@@ -209,6 +210,7 @@ describe('planConsumers', () => {
       },
     ],
     ['dedup on with a dataSource', {}, { dataSource: A_DATA_SOURCE }, { dedup: { scope: 'billing' } }],
+    ['a reply consumer', { reply: true }, {}, { reply: true }],
     [
       'dedup asked for with a dataSource',
       { dedup: true },
@@ -503,6 +505,12 @@ describe('planConsumers', () => {
       [billing({ queue: 'billing', dedup: 'yes' as never })],
       { dataSource: A_DATA_SOURCE },
       "@Consume on Billing.onOrderPlaced: 'dedup' must be true or false, got yes",
+    ],
+    [
+      'reply that is not a boolean',
+      [billing({ queue: 'billing', reply: 'yes' as never })],
+      {},
+      "@Consume on Billing.onOrderPlaced: 'reply' must be true or false, got yes",
     ],
     [
       'dedup without a dataSource',

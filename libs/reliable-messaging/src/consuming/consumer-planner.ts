@@ -86,6 +86,7 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
     where,
   );
   const ordering = resolveOrderingOption(options.ordering, where);
+  const reply = resolveReply(options.reply, where);
 
   const extraQueueArguments = { ...options.queueArguments };
   const unordered: ConsumerPlan = {
@@ -111,6 +112,7 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
     maxPayloadBytes: module.maxPayloadBytes,
     retry,
     dedup: dedup ? { scope: queue } : undefined,
+    reply,
     ordering: { mode: 'none' },
   };
   return planConsumerOrdering(unordered, ordering, options, queueArguments, warn).map(freeze);
@@ -162,6 +164,16 @@ function resolveDedup(value: unknown, hasInbox: boolean, where: string): boolean
     );
   }
   return value ?? hasInbox;
+}
+
+/** `reply`, off by default: a handler answers requests only when it says so. */
+function resolveReply(value: unknown, where: string): boolean {
+  if (value !== undefined && typeof value !== 'boolean') {
+    throw new ConfigurationError(
+      `${where}: 'reply' must be true or false, got ${typeof value === 'string' ? value : JSON.stringify(value)}`,
+    );
+  }
+  return value ?? false;
 }
 
 function isInteger(value: unknown, min: number, max: number): boolean {

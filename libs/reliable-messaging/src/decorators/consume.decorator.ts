@@ -49,6 +49,13 @@ export interface ConsumeOptions {
    * Default: `'none'`.
    */
   ordering?: OrderingOption;
+  /**
+   * Answer requests (`MessagePublisher.request()`, docs/request-reply.md): the handler's return value is sent to
+   * the message's `replyTo` after its work and before its acknowledgement; a failure that is dead-lettered is
+   * answered with its error's name and message. A message without `replyTo` is handled and not answered.
+   * Default: false.
+   */
+  reply?: boolean;
 }
 
 /**

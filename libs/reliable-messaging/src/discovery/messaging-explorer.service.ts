@@ -17,7 +17,7 @@ export interface DiscoveredConsumer {
   /** The declared type of the parameter that receives the payload: its message class unless `options.message` says. */
   payloadParameterType: unknown;
   /** The decorator that made it a consumer, as startup errors name it: `@Consume` or `@EventPattern`. */
-  decorator: '@Consume' | '@EventPattern';
+  decorator: '@Consume' | '@EventPattern' | '@MessagePattern';
   /** What `host.getType()` says in its enhancers: `rmq`, or `rpc` for an `@EventPattern()`. */
   contextType: HandlerContextType;
   /** The key of the Nest module that holds the instance. */

@@ -24,9 +24,17 @@ export class EnvelopeFactory {
     private readonly contextStorage: MessageContextStorage,
   ) {}
 
-  create(message: object, options: PublishOptions = {}): OutboundMessage {
-    const { type, version, payload, idempotencyKey, orderingKey } = this.describe(message, options);
+  /**
+   * `keyFallback: 'message-id'` lets a message with no idempotency key of its own (class, message or options)
+   * use its new message id as its key: a request is one call, deduplicated only against its own redeliveries.
+   */
+  create(message: object, options: PublishOptions = {}, keyFallback?: 'message-id'): OutboundMessage {
     const messageId = uuidv7();
+    const { type, version, payload, idempotencyKey, orderingKey } = this.describe(
+      message,
+      options,
+      keyFallback === 'message-id' ? messageId : undefined,
+    );
     const handled = this.contextStorage.current()?.envelope;
     const headers: Record<string, string | number> = {};
     for (const [name, value] of Object.entries(options.headers ?? {})) {
@@ -80,10 +88,10 @@ export class EnvelopeFactory {
     return this.host;
   }
 
-  private describe(message: object, options: PublishOptions) {
+  private describe(message: object, options: PublishOptions, fallbackKey?: string) {
     const definition = getMessageDefinition<object>(message.constructor);
     if (definition) {
-      const idempotencyKey = options.idempotencyKey ?? definition.idempotencyKey?.(message);
+      const idempotencyKey = options.idempotencyKey ?? definition.idempotencyKey?.(message) ?? fallbackKey;
       return {
         type: definition.type,
         version: definition.version,
@@ -109,7 +117,7 @@ export class EnvelopeFactory {
       type: raw.type,
       version,
       payload: raw.payload,
-      idempotencyKey: requireKey(raw.type, options.idempotencyKey ?? raw.idempotencyKey),
+      idempotencyKey: requireKey(raw.type, options.idempotencyKey ?? raw.idempotencyKey ?? fallbackKey),
       orderingKey: optionalOrderingKey(raw.type, options.orderingKey ?? raw.orderingKey),
     };
   }

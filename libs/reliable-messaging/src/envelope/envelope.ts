@@ -50,5 +50,7 @@ export interface OutboundProperties {
   correlationId?: string;
   appId?: string;
   timestamp?: number;
+  /** Where a request's reply goes; set on requests and kept by their retries. */
+  replyTo?: string;
   headers: Record<string, unknown>;
 }

@@ -61,8 +61,19 @@ describe('eventPatternConsumer', () => {
     });
   });
 
-  it.each(['onElsewhere', 'weight', 'plain'] as const)(
-    'leaves %s alone: another transport, a @MessagePattern, or no pattern',
+  it('plans a @MessagePattern as a reply consumer', () => {
+    expect(consumerOf('weight')).toEqual({
+      instance: shipping,
+      methodName: 'weight',
+      options: { queue: 'shipping.parcel.weight', messageTypes: ['parcel.weight'], reply: true },
+      payloadParameterType: undefined,
+      decorator: '@MessagePattern',
+      contextType: 'rpc',
+    });
+  });
+
+  it.each(['onElsewhere', 'plain'] as const)(
+    'leaves %s alone: another transport, or no pattern',
     (methodName) => {
       expect(consumerOf(methodName)).toBeUndefined();
     },

@@ -8,9 +8,19 @@ import { MessagePublisher, type PublishReceipt } from '../publishing/message-pub
 import type { RawMessage } from '../publishing/publish-options';
 import { uuidv7 } from '../envelope/uuid-v7';
 import { errorMessage } from '../util/error-text';
+import { requestTimeout } from '../request-reply/request-options';
 
 /**
- * A Nest `ClientProxy` whose `emit(pattern, data)` publishes through MessagePublisher: into the outbox, in the
+ * How long `send()` waits for a reply unless the client was made with `withSendTimeout(ms)`. Long enough for a
+ * slow answer, short enough that a request nobody serves does not wait for ever; the request expires in the
+ * broker after the same time. A shorter rxjs `timeout()` on the observable also works: unsubscribing stops the wait.
+ */
+export const DEFAULT_SEND_TIMEOUT_MS = 30_000;
+
+/**
+ * A Nest `ClientProxy` whose `send(pattern, data)` is `MessagePublisher.request()` (the reply of the
+ * `@MessagePattern(pattern)` or `@Consume({ reply: true })` handler, within the client's send timeout, default
+ * {@link DEFAULT_SEND_TIMEOUT_MS}), and whose `emit(pattern, data)` publishes through MessagePublisher: into the outbox, in the
  * caller's transaction, when the module has a `dataSource`, else at once with a broker confirm. For a service
  * coming from Nest's RMQ transport, provide it under the client's old token and keep the calls:
  *
@@ -33,8 +43,21 @@ import { errorMessage } from '../util/error-text';
 export class ReliableMessagingClient extends ClientProxy {
   private readonly logger = new Logger('ReliableMessaging');
 
+  /** How long `send()` waits for a reply; set with `withSendTimeout()`. */
+  readonly sendTimeoutMs: number = DEFAULT_SEND_TIMEOUT_MS;
+
   constructor(private readonly publisher: MessagePublisher) {
     super();
+  }
+
+  /**
+   * A client like this one whose `send()` waits `timeoutMs` for a reply, for a provider of its own:
+   * `{ provide: 'BILLING', useFactory: (c: ReliableMessagingClient) => c.withSendTimeout(5000), inject: [ReliableMessagingClient] }`.
+   */
+  withSendTimeout(timeoutMs: number): ReliableMessagingClient {
+    const client = new ReliableMessagingClient(this.publisher);
+    (client as { sendTimeoutMs: number }).sendTimeoutMs = requestTimeout('send()', { timeoutMs });
+    return client;
   }
 
   override emit<TResult = PublishReceipt, TInput = unknown>(
@@ -82,15 +105,39 @@ export class ReliableMessagingClient extends ClientProxy {
     return receipt as T;
   }
 
-  /** Request-reply is not served: events only. */
+  /**
+   * `send()`'s request: `MessagePublisher.request()` with the client's send timeout, routed by the pattern as
+   * `emit()` is; its reply (or error: RequestTimeoutError, RemoteHandlerError, RequestInterruptedError) ends the
+   * observable. Unsubscribing (an rxjs `timeout()`, say) stops the wait.
+   */
   protected override publish(packet: ReadPacket, callback: (packet: WritePacket) => void): () => void {
-    callback({
-      err: new Error(
-        `send('${String(packet.pattern)}') is not supported by ReliableMessagingClient: it publishes events (emit) only`,
-      ),
-      isDisposed: true,
-    });
-    return () => undefined;
+    const pattern = packet.pattern as unknown;
+    const data: unknown = packet.data;
+    if (typeof pattern !== 'string' || pattern === '') {
+      callback({ err: new InvalidMessageException(), isDisposed: true });
+      return () => undefined;
+    }
+    if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+      callback({
+        err: new TypeError(
+          `send('${pattern}') needs an object to send, got ${data === null ? 'null' : typeof data}`,
+        ),
+        isDisposed: true,
+      });
+      return () => undefined;
+    }
+    const abort = new AbortController();
+    const options = { timeoutMs: this.sendTimeoutMs, signal: abort.signal };
+    const reply = getMessageDefinition(data.constructor)
+      ? this.publisher.request(data, { ...options, routingKey: pattern })
+      : this.publisher.request(rawMessage(pattern, data), options);
+    reply.then(
+      (response: unknown) => callback({ response, isDisposed: true }),
+      (error: unknown) => {
+        if (!abort.signal.aborted) callback({ err: error, isDisposed: true });
+      },
+    );
+    return () => abort.abort(new Error(`send('${pattern}') was unsubscribed before its reply`));
   }
 }
 

@@ -7,10 +7,11 @@ import { ConfigurationError } from '../errors/configuration.error';
 export const RELIABLE_MESSAGING_TRANSPORT = Symbol('reliable-messaging');
 
 /**
- * Serves an app's `@EventPattern()` handlers through the module's reliability pipeline, for a service coming
+ * Serves an app's `@EventPattern()` and `@MessagePattern()` handlers through the module's reliability pipeline, for a service coming
  * from Nest's RMQ transport: each handler gets its own durable queue bound to its pattern, and each message is
  * acknowledged only after its handler's work, retried with backoff, dead-lettered with its reason, deduplicated
- * by the inbox and traced, exactly as a `@Consume()` handler is. Connect it before the app starts:
+ * by the inbox and traced, exactly as a `@Consume()` handler is. A `@MessagePattern()` handler is a reply
+ * consumer (`@Consume({ reply: true })`): its return value answers the request. Connect it before the app starts:
  *
  * @example
  * const app = await NestFactory.create(AppModule);
@@ -45,9 +46,10 @@ export class ReliableMessagingTransport extends Server implements CustomTranspor
     isEventHandler?: boolean,
     extras?: Record<string, unknown>,
   ): void {
-    if (this.planned && isEventHandler) {
+    if (this.planned) {
+      const decorator = isEventHandler ? '@EventPattern' : '@MessagePattern';
       throw new ConfigurationError(
-        `ReliableMessagingTransport was connected after the app started, so @EventPattern(${JSON.stringify(pattern)}) would have no queue: ` +
+        `ReliableMessagingTransport was connected after the app started, so ${decorator}(${JSON.stringify(pattern)}) would have no queue: ` +
           'call app.connectMicroservice({ strategy: app.get(ReliableMessagingTransport) }) before app.init() or app.listen()',
       );
     }
@@ -55,13 +57,6 @@ export class ReliableMessagingTransport extends Server implements CustomTranspor
   }
 
   listen(callback: (...optionalParams: unknown[]) => unknown): void {
-    for (const [pattern, handler] of this.messageHandlers) {
-      if (!handler.isEventHandler) {
-        this.logger.warn(
-          `@MessagePattern('${pattern}') is not served by ReliableMessagingTransport: it serves events (@EventPattern) only`,
-        );
-      }
-    }
     callback();
   }
 

@@ -39,6 +39,7 @@ function unordered(options: ConsumeOptions): ConsumerPlan {
     acceptedMajorVersions: [1],
     maxPayloadBytes: 262_144,
     retry: new RetryPolicy(resolveRetryOptions(undefined)),
+    reply: false,
     ordering: { mode: 'none' },
   };
 }

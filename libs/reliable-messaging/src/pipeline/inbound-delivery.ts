@@ -21,6 +21,8 @@ export class InboundDelivery {
   manager?: EntityManager;
   /** The handler's deadline, set by the deadline stage. */
   deadline?: HandlerDeadline;
+  /** What the handler returned, kept for a reply consumer's reply once it has returned; undefined until then. */
+  handlerResult?: { value: unknown };
   /** The latest run of the user's handler, set when it starts. */
   handlerRun?: Promise<unknown>;
   /**
@@ -100,6 +102,7 @@ export class InboundDelivery {
     this.deadline = undefined;
     this.manager = undefined;
     this.handlerRun = undefined;
+    this.handlerResult = undefined;
     this.lingering = undefined;
   }
 

@@ -8,6 +8,7 @@ import type { MemoryInbox } from '../inbox/memory-inbox';
 import type { MessagingMetrics } from '../metrics/messaging-metrics.service';
 import type { FailureHandler } from '../retry/failure-handler.service';
 import type { RetryScheduler } from '../retry/retry-scheduler.service';
+import type { ReplyPublisher } from '../request-reply/reply-publisher.service';
 import type { MessageMiddleware } from './message-middleware';
 
 /** The module's services the stages use, gathered once by the ReliabilityPipeline. */
@@ -16,6 +17,8 @@ export interface StageDependencies {
   failures: FailureHandler;
   /** Publishes redelivery checkpoints through the delay levels. */
   retries: RetryScheduler;
+  /** Sends reply consumers' replies to their callers. */
+  replies: ReplyPublisher;
   metrics: MessagingMetrics;
   /** Handlers still running past their deadline, per queue. */
   overdue: OverdueHandlers;

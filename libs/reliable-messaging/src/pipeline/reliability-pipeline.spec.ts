@@ -56,6 +56,20 @@ describe('RELIABILITY_STAGES', () => {
       WITHOUT_DATABASE,
       ['settleStage', 'traceStage', 'metricsStage', 'decodeStage', 'orderedRetryStage', 'deadlineStage'],
     ],
+    [
+      'a reply consumer, which answers inside the settle stage',
+      { reply: true },
+      WITHOUT_DATABASE,
+      [
+        'settleStage',
+        'replyStage',
+        'redeliveryGuardStage',
+        'traceStage',
+        'metricsStage',
+        'decodeStage',
+        'deadlineStage',
+      ],
+    ],
   ])('builds the chain of %s', (_case, plan, deps, stages) => {
     expect(chain(plan, deps)).toEqual(stages);
   });

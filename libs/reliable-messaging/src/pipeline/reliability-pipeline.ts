@@ -22,6 +22,8 @@ import { FailureHandler } from '../retry/failure-handler.service';
 import { RetryScheduler } from '../retry/retry-scheduler.service';
 import { redeliveryGuardStage } from '../retry/redelivery-guard.middleware';
 import { traceStage } from '../tracing/trace.middleware';
+import { ReplyPublisher } from '../request-reply/reply-publisher.service';
+import { replyStage } from '../request-reply/reply.middleware';
 import { decodeStage } from './decode.middleware';
 import { invokeHandler } from './invoke-handler';
 import { createNestHandler } from './nest-handler';
@@ -39,6 +41,9 @@ export const RELIABILITY_STAGES: readonly PipelineStage[] = [
   // Ack after success; on failure retry or dead-letter (never both, never neither), once an attempt abandoned at
   // its deadline has returned.
   settleStage,
+  // Reply consumers: after everything inside (the handler, the inbox's commit) and before the ack, the handler's
+  // return value goes to the request's `replyTo`; a failure that will be dead-lettered is answered with its error.
+  replyStage,
   // Unordered consumers: a delivery the broker redelivered (its last one ended with no outcome, e.g. the process
   // died) goes back to the tail counted in `rm-redeliveries`, and dead-letters past `retry.maxRedeliveries`.
   redeliveryGuardStage,
@@ -76,6 +81,7 @@ export class ReliabilityPipeline {
     @Inject(RESOLVED_MESSAGING_OPTIONS) options: ResolvedMessagingOptions,
     failures: FailureHandler,
     retries: RetryScheduler,
+    replies: ReplyPublisher,
     metrics: MessagingMetrics,
     overdue: OverdueHandlers,
     ordered: OrderedRetry,
@@ -90,6 +96,7 @@ export class ReliabilityPipeline {
     this.deps = {
       failures,
       retries,
+      replies,
       metrics,
       overdue,
       shutdown: ordered.signal,
@@ -110,6 +117,6 @@ export class ReliabilityPipeline {
       if (middleware) stages.push(middleware);
     }
     const handler = createNestHandler(plan, this.externalContextCreator, this.contextStorage);
-    return compose(stages, invokeHandler(handler, this.contextStorage));
+    return compose(stages, invokeHandler(handler, this.contextStorage, plan.reply));
   }
 }

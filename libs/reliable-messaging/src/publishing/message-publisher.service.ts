@@ -3,6 +3,8 @@ import { ConfirmPublisher } from '../amqp/confirm-publisher';
 import { EnvelopeFactory } from '../envelope/envelope.factory';
 import { ConfigurationError } from '../errors/configuration.error';
 import { OutboxWriter } from '../outbox/outbox-writer.service';
+import { RequestChannel } from '../request-reply/request-channel.service';
+import { requestTimeout, type RequestOptions } from '../request-reply/request-options';
 import type { PublishOptions } from './publish-options';
 
 /** The result of a publish: the id the message got. */
@@ -14,7 +16,7 @@ export interface PublishReceipt {
  * Publishes messages with the full envelope. `publish()` is the default path: with the module's `dataSource`
  * it writes the message to the outbox in the caller's transaction, and the relay sends it after the commit;
  * without a `dataSource` it sends at once like `publishNow()`. `publishNow()` sends at once with a broker
- * confirm, outside any transaction.
+ * confirm, outside any transaction. `request()` sends a request and waits for its reply (docs/request-reply.md).
  */
 @Injectable()
 export class MessagePublisher {
@@ -22,6 +24,7 @@ export class MessagePublisher {
     private readonly envelopes: EnvelopeFactory,
     private readonly confirms: ConfirmPublisher,
     private readonly outbox: OutboxWriter,
+    private readonly requests: RequestChannel,
   ) {}
 
   /**
@@ -68,4 +71,29 @@ export class MessagePublisher {
     await this.confirms.publish(outbound);
     return { messageId: outbound.properties.messageId };
   }
+
+  /**
+   * Sends a request and resolves with its reply: the return value of the `@Consume({ reply: true })` handler
+   * bound to its type (or of an `@MessagePattern()` handler). `timeoutMs` is required. The request goes to the
+   * broker at once, never through the outbox, whatever transaction is open: a request waiting for a commit
+   * would wait for its own reply. Without an idempotency key of its own it uses its message id.
+   *
+   * Rejects with RequestTimeoutError when no reply comes in time (the request also expires in the broker then),
+   * RemoteHandlerError when the responder's handler failed for good, RequestInterruptedError when the publisher
+   * connection dropped while it waited, UnroutableMessageError when no queue is bound for it, the signal's
+   * reason when `options.signal` aborts, and a ConfigurationError when `timeoutMs` is missing or not a positive
+   * number.
+   */
+  async request<TReply = unknown>(message: object, options: RequestOptions): Promise<TReply> {
+    const timeoutMs = requestTimeout(describeType(message), options);
+    const { signal, ...publishOptions } = options;
+    const outbound = this.envelopes.create(message, publishOptions, 'message-id');
+    return (await this.requests.request(outbound, timeoutMs, signal)) as TReply;
+  }
+}
+
+/** The type a message will be sent as, for an error about its options. */
+function describeType(message: object): string {
+  const raw = (message as { type?: unknown }).type;
+  return typeof raw === 'string' ? raw : (message.constructor?.name ?? 'message');
 }

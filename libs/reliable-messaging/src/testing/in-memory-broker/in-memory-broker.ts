@@ -66,6 +66,12 @@ interface Queue {
   turn: number;
 }
 
+/** RabbitMQ's direct reply-to pseudo-queue; a reply goes to one of the names it stands for, `<it>.<id>`. */
+export const DIRECT_REPLY_TO = 'amq.rabbitmq.reply-to';
+
+/** Takes the replies sent to one channel's direct reply-to name, as they are published (no queue, no ack). */
+export type ReplyConsumer = (content: Buffer, properties: MessageProperties, routingKey: string) => void;
+
 /** The largest message TTL RabbitMQ accepts, in ms. */
 const MAX_TTL_MS = 2 ** 32 - 1;
 
@@ -74,13 +80,17 @@ const MAX_TTL_MS = 2 ** 32 - 1;
  * types the module declares (with exchange-to-exchange bindings), queues with their TTL, dead-lettering
  * (`x-death` kept as RabbitMQ keeps it), delivery limits and single active consumers, and consumers bounded by
  * their prefetch. Time is virtual: messages expire when `advance(ms)` moves the clock past their TTL, so a
- * retry waiting in a delay level comes back without the test waiting for it.
+ * retry waiting in a delay level comes back without the test waiting for it. Direct reply-to works as on
+ * RabbitMQ: a reply published on the default exchange to a channel's reply name goes straight to it, or is
+ * dropped once that channel has closed.
  */
 export class InMemoryBroker {
   private readonly exchanges = new Map<string, Exchange>([['', { type: 'direct', bindings: [] }]]);
   private readonly queues = new Map<string, Queue>();
   private clock = 0;
   private readonly observers = new Set<(event: BrokerEvent) => void>();
+  private readonly replyConsumers = new Map<string, ReplyConsumer>();
+  private nextReplyId = 1;
 
   /** Virtual milliseconds since the broker was made. */
   get now(): number {
@@ -165,8 +175,13 @@ export class InMemoryBroker {
     if (!exchange.bindings.some(same)) exchange.bindings.push({ destination, toExchange, pattern, args });
   }
 
-  /** Routes a message; returns the queues it reached (none: unroutable). */
+  /** Routes a message; returns the queues it reached (none: unroutable), or the reply name it was delivered to. */
   publish(exchange: string, routingKey: string, content: Buffer, properties: MessageProperties): string[] {
+    if (exchange === '' && routingKey.startsWith(`${DIRECT_REPLY_TO}.`)) {
+      const consumer = this.replyConsumers.get(routingKey);
+      consumer?.(content, { ...properties, headers: { ...properties.headers } }, routingKey);
+      return consumer ? [routingKey] : [];
+    }
     const reached = new Set<string>();
     this.routeInto(exchange, routingKey, properties.headers ?? {}, reached, new Set());
     this.emit({ kind: 'published', exchange, routingKey, content, properties, queues: [...reached] });
@@ -180,6 +195,18 @@ export class InMemoryBroker {
       });
     }
     return [...reached];
+  }
+
+  /** Gives a channel's direct reply-to consumer its reply name, which its requests carry as `replyTo`. */
+  addReplyConsumer(consumer: ReplyConsumer): string {
+    const name = `${DIRECT_REPLY_TO}.${this.nextReplyId++}`;
+    this.replyConsumers.set(name, consumer);
+    return name;
+  }
+
+  /** Forgets a reply name: replies sent to it from now on are dropped. */
+  removeReplyConsumer(name: string): void {
+    this.replyConsumers.delete(name);
   }
 
   addConsumer(name: string, consumer: QueueConsumer): void {

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { ConsumeMessage, GetMessage, MessageProperties, Options } from 'amqplib';
 import type { ExchangeType } from './routing';
-import { AmqpError, type InMemoryBroker, type StoredMessage } from './in-memory-broker';
+import { AmqpError, DIRECT_REPLY_TO, type InMemoryBroker, type StoredMessage } from './in-memory-broker';
 
 /** What an operation on a closed channel throws, as amqplib's IllegalOperationError says it. */
 export class IllegalOperationError extends Error {
@@ -28,6 +28,8 @@ export class InMemoryChannel extends EventEmitter {
   >();
   private prefetchCount = 0;
   private closed = false;
+  /** This channel's direct reply-to name and consumer tag, once it consumes `amq.rabbitmq.reply-to`. */
+  private replies?: { name: string; consumerTag: string };
 
   constructor(
     private readonly broker: InMemoryBroker,
@@ -99,6 +101,13 @@ export class InMemoryChannel extends EventEmitter {
     callback?: (error: unknown) => void,
   ): boolean {
     this.assertOpen();
+    if (options.replyTo === DIRECT_REPLY_TO) {
+      if (!this.replies) {
+        this.fail(new AmqpError(406, 'PRECONDITION_FAILED - fast reply consumer does not exist'));
+        return true;
+      }
+      options = { ...options, replyTo: this.replies.name };
+    }
     const properties = toProperties(options);
     let reached: string[];
     try {
@@ -129,6 +138,7 @@ export class InMemoryChannel extends EventEmitter {
     onMessage: (message: ConsumeMessage | null) => void,
     options: Options.Consume = {},
   ): Promise<{ consumerTag: string }> {
+    if (queue === DIRECT_REPLY_TO) return this.run(() => this.consumeReplies(onMessage, options));
     return this.run(() => {
       const consumerTag = options.consumerTag ?? `amq.ctag-${Math.random().toString(36).slice(2)}`;
       this.consumers.set(consumerTag, { queue, onMessage });
@@ -144,6 +154,11 @@ export class InMemoryChannel extends EventEmitter {
 
   cancel(consumerTag: string): Promise<{ consumerTag: string }> {
     return this.run(() => {
+      if (this.replies?.consumerTag === consumerTag) {
+        this.broker.removeReplyConsumer(this.replies.name);
+        this.replies = undefined;
+        return { consumerTag };
+      }
       this.consumers.delete(consumerTag);
       this.broker.removeConsumer(consumerTag);
       return { consumerTag };
@@ -194,6 +209,8 @@ export class InMemoryChannel extends EventEmitter {
     this.closed = true;
     for (const tag of this.consumers.keys()) this.broker.removeConsumer(tag);
     this.consumers.clear();
+    if (this.replies) this.broker.removeReplyConsumer(this.replies.name);
+    this.replies = undefined;
     const held = [...this.held.values()];
     this.held.clear();
     for (const { queue, message } of held) this.broker.requeue(queue, message);
@@ -202,6 +219,33 @@ export class InMemoryChannel extends EventEmitter {
       if (error) this.emit('error', error);
       this.emit('close');
     });
+  }
+
+  /**
+   * Consumes this channel's direct replies: RabbitMQ accepts only a no-ack consumer, one per channel, and each
+   * reply arrives straight from its publish, with nothing to acknowledge.
+   */
+  private consumeReplies(
+    onMessage: (message: ConsumeMessage | null) => void,
+    options: Options.Consume,
+  ): { consumerTag: string } {
+    if (!options.noAck) {
+      throw new AmqpError(406, 'PRECONDITION_FAILED - reply consumer cannot acknowledge');
+    }
+    if (this.replies) throw new AmqpError(406, 'PRECONDITION_FAILED - reply consumer already set');
+    const consumerTag = options.consumerTag ?? `amq.ctag-${Math.random().toString(36).slice(2)}`;
+    const name = this.broker.addReplyConsumer((content, properties, routingKey) =>
+      setImmediate(() => {
+        if (this.replies?.name !== name) return;
+        onMessage({
+          content,
+          properties,
+          fields: { deliveryTag: this.nextTag++, redelivered: false, exchange: '', routingKey, consumerTag },
+        });
+      }),
+    );
+    this.replies = { name, consumerTag };
+    return { consumerTag };
   }
 
   private deliver(queue: string, message: StoredMessage, consumerTag: string): void {

@@ -103,4 +103,77 @@ describe('InMemoryConnection', () => {
     expect(events).toEqual(['channel close', 'connection error', 'connection close']);
     await expect(connection.createChannel()).rejects.toThrow('Connection closed');
   });
+
+  describe('direct reply-to', () => {
+    it('routes a reply to the channel that sent the request, by the reply name its replyTo became', async () => {
+      const connection = new InMemoryConnection(new InMemoryBroker());
+      const caller = await connection.createConfirmChannel();
+      const responder = await connection.createChannel();
+      await responder.assertQueue('quotes');
+      const replies: ConsumeMessage[] = [];
+      await caller.consume('amq.rabbitmq.reply-to', (m) => m && replies.push(m), { noAck: true });
+      caller.publish('', 'quotes', Buffer.from('quote?'), {
+        replyTo: 'amq.rabbitmq.reply-to',
+        messageId: 'r-1',
+      });
+      const requests = await consumeInto(responder, 'quotes');
+      await tick();
+      const [request] = requests;
+
+      expect(request.properties.replyTo).toMatch(/^amq\.rabbitmq\.reply-to\.\d+$/);
+      responder.publish('', request.properties.replyTo as string, Buffer.from('750'), {
+        correlationId: 'r-1',
+      });
+      await tick();
+
+      expect(replies.map((m) => [m.content.toString(), m.properties.correlationId as string])).toEqual([
+        ['750', 'r-1'],
+      ]);
+    });
+
+    it('drops a reply once the caller closed its channel, returning it when mandatory', async () => {
+      const connection = new InMemoryConnection(new InMemoryBroker());
+      const caller = await connection.createChannel();
+      const responder = await connection.createChannel();
+      await responder.assertQueue('quotes');
+      await caller.consume('amq.rabbitmq.reply-to', () => undefined, { noAck: true });
+      caller.publish('', 'quotes', Buffer.from('quote?'), { replyTo: 'amq.rabbitmq.reply-to' });
+      const requests = await consumeInto(responder, 'quotes');
+      await tick();
+      const [request] = requests;
+      await caller.close();
+      const returned: unknown[] = [];
+      responder.on('return', (m) => returned.push(m));
+
+      responder.publish('', request.properties.replyTo as string, Buffer.from('late'), { mandatory: true });
+      await tick();
+
+      expect(returned).toHaveLength(1);
+    });
+
+    it.each([
+      [
+        'a request with replyTo from a channel that consumes no replies',
+        async (channel: InMemoryChannel) => {
+          channel.publish('', 'q', Buffer.from('x'), { replyTo: 'amq.rabbitmq.reply-to' });
+        },
+        'fast reply consumer does not exist',
+      ],
+      [
+        'a reply consumer that would acknowledge',
+        (channel: InMemoryChannel) => channel.consume('amq.rabbitmq.reply-to', () => undefined),
+        'reply consumer cannot acknowledge',
+      ],
+    ])('closes the channel with PRECONDITION_FAILED on %s, as RabbitMQ does', async (_case, act, reason) => {
+      const channel = await new InMemoryConnection(new InMemoryBroker()).createChannel();
+      const errors: Error[] = [];
+      channel.on('error', (error: Error) => errors.push(error));
+      const closed = new Promise<void>((resolve) => channel.once('close', resolve));
+
+      await Promise.resolve(act(channel)).catch(() => undefined);
+      await closed;
+
+      expect(errors.map((e) => e.message)).toEqual([expect.stringContaining(reason)]);
+    });
+  });
 });

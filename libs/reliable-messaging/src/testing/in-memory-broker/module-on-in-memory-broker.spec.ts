@@ -8,6 +8,8 @@ import { Consume } from '../../decorators/consume.decorator';
 import { MessageType } from '../../decorators/message-type.decorator';
 import type { MessageContext } from '../../context/message-context';
 import { MessagePublisher } from '../../publishing/message-publisher.service';
+import { NonRetryableError } from '../../errors/non-retryable.error';
+import { RemoteHandlerError } from '../../errors/remote-handler.error';
 import { DEAD_LETTER_HEADERS } from '../../reliable-messaging.constants';
 import { ReliableMessagingModule } from '../../reliable-messaging.module';
 import { InMemoryBroker, type StoredMessage } from './in-memory-broker';
@@ -27,6 +29,20 @@ class StockHandler {
     this.attempts.push(`${event.sku}:${ctx.attempt}`);
     if (event.sku.startsWith('broken')) throw new Error(`the count of ${event.sku} does not add up`);
     await Promise.resolve();
+  }
+}
+
+@MessageType({ type: 'stock.level' })
+class StockLevel {
+  @IsString() sku!: string;
+}
+
+@Injectable()
+class StockLevels {
+  @Consume({ queue: 'stock.level', reply: true })
+  level(request: StockLevel): { sku: string; units: number } {
+    if (request.sku === 'retired') throw new NonRetryableError(`sku ${request.sku} is retired`);
+    return { sku: request.sku, units: 7 };
   }
 }
 
@@ -59,7 +75,7 @@ describe('the module on the in-memory broker', () => {
           metricsRegistry: new Registry(),
         }),
       ],
-      providers: [StockHandler],
+      providers: [StockHandler, StockLevels],
     })
     class StockModule {}
     app = await NestFactory.createApplicationContext(StockModule, { logger: false });
@@ -98,5 +114,18 @@ describe('the module on the in-memory broker', () => {
       [DEAD_LETTER_HEADERS.attempts]: 3,
       [DEAD_LETTER_HEADERS.errorMessage]: 'the count of broken-1 does not add up',
     });
+  });
+
+  it("answers a request over direct reply-to with the reply consumer's return value, or its error", async () => {
+    const publisher = app.get(MessagePublisher);
+    const level = (sku: string) => Object.assign(new StockLevel(), { sku });
+
+    await expect(publisher.request(level('sku-1'), { timeoutMs: 2_000 })).resolves.toEqual({
+      sku: 'sku-1',
+      units: 7,
+    });
+    await expect(publisher.request(level('retired'), { timeoutMs: 2_000 })).rejects.toEqual(
+      new RemoteHandlerError('stock.level', 'NonRetryableError', 'sku retired is retired'),
+    );
   });
 });
