@@ -220,11 +220,11 @@ export class InMemoryChannel extends EventEmitter {
     const held = [...this.held.values()];
     this.held.clear();
     for (const { queue, message } of held) this.broker.requeue(queue, message, 'returned');
-    this.closedWithUnconfirmed = this.unconfirmed.size > 0;
-    const unconfirmed = [...this.unconfirmed];
     this.onClosed(this);
     setImmediate(() => {
-      for (const confirm of unconfirmed) confirm(new Error('channel closed'));
+      // Confirms handed over before the close stand; the rest fail, as amqplib fails them.
+      this.closedWithUnconfirmed = this.unconfirmed.size > 0;
+      for (const confirm of [...this.unconfirmed]) confirm(new Error('channel closed'));
       if (error) this.emit('error', error);
       this.emit('close');
     });
