@@ -315,16 +315,8 @@ export const CHANNEL_CASES: ContractCase[] = [
       await channel.assertExchange(headers, 'headers');
       await channel.assertExchange(inner, 'topic');
       const q = (suffix: string) => t.name(`q-${suffix}`);
-      for (const suffix of [
-        'star',
-        'hash',
-        'hash-middle',
-        'direct',
-        'fanout1',
-        'fanout2',
-        'headers',
-        'inner',
-      ]) {
+      const queues = ['star', 'hash', 'hash-middle', 'direct', 'fanout1', 'fanout2', 'headers', 'inner'];
+      for (const suffix of queues) {
         await channel.assertQueue(q(suffix));
       }
       await channel.bindQueue(q('star'), topic, 'order.*');
@@ -356,16 +348,7 @@ export const CHANNEL_CASES: ContractCase[] = [
       await publishAll(channel, '', [[q('direct'), 'by name']]);
 
       const got: Record<string, string[]> = {};
-      for (const suffix of [
-        'star',
-        'hash',
-        'hash-middle',
-        'direct',
-        'fanout1',
-        'fanout2',
-        'headers',
-        'inner',
-      ]) {
+      for (const suffix of queues) {
         got[suffix] = bodies(await t.drain(channel, q(suffix)));
       }
       expect(got).toEqual({
