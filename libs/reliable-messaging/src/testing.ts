@@ -32,5 +32,13 @@ export type {
   RecordKind,
 } from './testing/harness-records';
 
-/** The in-memory broker the testing module runs on, for tests that look at its queues or drop its connections. */
-export { InMemoryBroker, type StoredMessage, type BrokerEvent } from './testing/in-memory-broker/in-memory-broker';
+/**
+ * The in-memory broker the testing module runs on, for tests that look at its queues, and a connection to it
+ * shaped as amqplib's (what the contract suite runs its cases through).
+ */
+export {
+  InMemoryBroker,
+  type StoredMessage,
+  type BrokerEvent,
+} from './testing/in-memory-broker/in-memory-broker';
+export { InMemoryConnection } from './testing/in-memory-broker/in-memory-connection';

@@ -9,6 +9,7 @@ interface DeathRecord {
   time: unknown;
   exchange: string;
   'routing-keys': string[];
+  'original-expiration'?: string;
 }
 
 /** Where and why a message died. */
@@ -18,11 +19,14 @@ export interface Death {
   exchange: string;
   routingKey: string;
   atSeconds: number;
+  /** The message's own `expiration`, which dead-lettering removes. */
+  originalExpiration?: string;
 }
 
 /**
- * A dead letter's headers, as RabbitMQ 3.x writes them: `x-death` holds one entry per queue and reason, counted,
- * newest first; `x-first-death-*` are set once and `x-last-death-*` every time.
+ * A dead letter's headers, as RabbitMQ 3.10 writes them: `x-death` holds one entry per queue and reason, counted,
+ * newest first, with the message's `original-expiration` when it had one; `x-first-death-*` are set once.
+ * (`x-last-death-*` came with RabbitMQ 3.13.)
  *
  * NOTE: amqplib's `XDeath` type lacks the `delivery_limit` reason RabbitMQ writes; the headers stay untyped here.
  */
@@ -41,13 +45,11 @@ export function withDeath(
     time: { '!': 'timestamp', value: death.atSeconds },
     exchange: death.exchange,
     'routing-keys': [death.routingKey],
+    ...(death.originalExpiration === undefined ? {} : { 'original-expiration': death.originalExpiration }),
   });
   headers['x-death'] = deaths;
   headers['x-first-death-queue'] ??= death.queue;
   headers['x-first-death-reason'] ??= death.reason;
   headers['x-first-death-exchange'] ??= death.exchange;
-  headers['x-last-death-queue'] = death.queue;
-  headers['x-last-death-reason'] = death.reason;
-  headers['x-last-death-exchange'] = death.exchange;
   return headers;
 }

@@ -14,6 +14,7 @@ function consumer(tag: string, room = Infinity) {
     held,
     hasRoom: () => held.length < room,
     deliver: (queue, message) => held.push({ queue, message }),
+    cancelled: () => undefined,
   };
   return entry;
 }
@@ -118,7 +119,7 @@ describe('InMemoryBroker', () => {
     broker.requeue('q', first);
     const second = broker.take('q') as StoredMessage;
     expect(second.redelivered).toBe(true);
-    expect(second.properties.headers?.['x-delivery-count']).toBe(1);
+    expect(second.deliveryCount).toBe(1);
     broker.requeue('q', second);
 
     expect(broker.checkQueue('q').messageCount).toBe(0);

@@ -1,5 +1,6 @@
 import type { MessageProperties } from 'amqplib';
 import { withDeath, type DeathReason } from './dead-lettering';
+import { exchangeInequivalence, queueInequivalence, type DeclaredFlags } from './equivalence';
 import { route, type Binding, type ExchangeType } from './routing';
 
 /** A message as a queue holds it. */
@@ -9,6 +10,12 @@ export interface StoredMessage {
   readonly exchange: string;
   readonly routingKey: string;
   redelivered: boolean;
+  /** Its place in publish order: a classic queue puts a requeued message back where it was. */
+  readonly seq: number;
+  /** A quorum queue's count of its returns, shown to consumers as `x-delivery-count`; none in a classic queue. */
+  deliveryCount?: number;
+  /** In a quorum queue: back from a closed channel, so ahead of the messages never delivered. */
+  returned?: boolean;
   /** Virtual time at which it expires (the queue's TTL, or the message's `expiration`, whichever is first). */
   expiresAt?: number;
 }
@@ -20,6 +27,8 @@ export interface QueueConsumer {
   hasRoom(): boolean;
   /** Hands it a message; it now holds it unacknowledged. */
   deliver(queue: string, message: StoredMessage): void;
+  /** The broker cancelled it (its queue was deleted): amqplib hands the consumer `null`. */
+  cancelled(): void;
 }
 
 /**
@@ -42,6 +51,9 @@ export type BrokerEvent =
       readonly message: StoredMessage;
     };
 
+/** amqplib declares durable, not auto-deleted, unless told otherwise. */
+const DEFAULT_FLAGS: DeclaredFlags = { durable: true, autoDelete: false };
+
 /** An AMQP error as RabbitMQ sends it: the reply code closes the channel (or the connection). */
 export class AmqpError extends Error {
   constructor(
@@ -54,11 +66,13 @@ export class AmqpError extends Error {
 
 interface Exchange {
   readonly type: ExchangeType;
+  readonly flags: DeclaredFlags;
   readonly bindings: Binding[];
 }
 
 interface Queue {
   readonly name: string;
+  readonly flags: DeclaredFlags;
   readonly args: Readonly<Record<string, unknown>>;
   readonly messages: StoredMessage[];
   readonly consumers: QueueConsumer[];
@@ -85,12 +99,15 @@ const MAX_TTL_MS = 2 ** 32 - 1;
  * dropped once that channel has closed.
  */
 export class InMemoryBroker {
-  private readonly exchanges = new Map<string, Exchange>([['', { type: 'direct', bindings: [] }]]);
+  private readonly exchanges = new Map<string, Exchange>([
+    ['', { type: 'direct', flags: DEFAULT_FLAGS, bindings: [] }],
+  ]);
   private readonly queues = new Map<string, Queue>();
   private clock = 0;
   private readonly observers = new Set<(event: BrokerEvent) => void>();
   private readonly replyConsumers = new Map<string, ReplyConsumer>();
   private nextReplyId = 1;
+  private published = 0;
 
   /** Virtual milliseconds since the broker was made. */
   get now(): number {
@@ -115,35 +132,48 @@ export class InMemoryBroker {
     return () => this.observers.delete(observer);
   }
 
-  assertExchange(name: string, type: ExchangeType): void {
+  /** Declares an exchange; one declared again must have the same type and flags (see equivalence.ts). */
+  assertExchange(name: string, type: ExchangeType, flags: DeclaredFlags = DEFAULT_FLAGS): void {
     const existing = this.exchanges.get(name);
-    if (existing && existing.type !== type) {
-      throw new AmqpError(
-        406,
-        `PRECONDITION_FAILED - inequivalent arg 'type' for exchange '${name}': received '${type}' but current is '${existing.type}'`,
-      );
-    }
-    if (!existing) this.exchanges.set(name, { type, bindings: [] });
+    const refusal = existing && exchangeInequivalence(name, existing, type, flags);
+    if (refusal) throw new AmqpError(406, refusal);
+    if (!existing) this.exchanges.set(name, { type, flags: { ...flags }, bindings: [] });
   }
 
   checkExchange(name: string): void {
-    if (!this.exchanges.has(name)) throw new AmqpError(404, `NOT_FOUND - no exchange '${name}'`);
+    this.exchangeNamed(name);
   }
 
-  assertQueue(name: string, args: Readonly<Record<string, unknown>> = {}): void {
+  /** Deletes an exchange and the bindings from and to it; deleting one that does not exist succeeds. */
+  deleteExchange(name: string): void {
+    if (name === '') return;
+    this.exchanges.delete(name);
+    for (const exchange of this.exchanges.values()) {
+      const kept = exchange.bindings.filter((b) => !b.toExchange || b.destination !== name);
+      exchange.bindings.splice(0, exchange.bindings.length, ...kept);
+    }
+  }
+
+  /** Declares a queue; one declared again must be equivalent as RabbitMQ 3.10 compares (see equivalence.ts). */
+  assertQueue(
+    name: string,
+    args: Readonly<Record<string, unknown>> = {},
+    flags: DeclaredFlags = DEFAULT_FLAGS,
+  ): void {
     const existing = this.queues.get(name);
     if (existing) {
-      for (const key of new Set([...Object.keys(existing.args), ...Object.keys(args)])) {
-        if (existing.args[key] !== args[key]) {
-          throw new AmqpError(
-            406,
-            `PRECONDITION_FAILED - inequivalent arg '${key}' for queue '${name}': received ${String(args[key])} but current is ${String(existing.args[key])}`,
-          );
-        }
-      }
+      const refusal = queueInequivalence(name, existing, flags, args);
+      if (refusal) throw new AmqpError(406, refusal);
       return;
     }
-    this.queues.set(name, { name, args: { ...args }, messages: [], consumers: [], turn: 0 });
+    this.queues.set(name, {
+      name,
+      flags: { ...flags },
+      args: { ...args },
+      messages: [],
+      consumers: [],
+      turn: 0,
+    });
     this.exchanges.get('')?.bindings.push({ destination: name, toExchange: false, pattern: name, args: {} });
   }
 
@@ -152,12 +182,19 @@ export class InMemoryBroker {
     return { queue: name, messageCount: queue.messages.length, consumerCount: queue.consumers.length };
   }
 
-  deleteQueue(name: string): void {
+  /**
+   * Deletes a queue (one that does not exist: nothing to do) and its bindings, and cancels its consumers as
+   * RabbitMQ does; answers how many ready messages it dropped.
+   */
+  deleteQueue(name: string): { messageCount: number } {
+    const queue = this.queues.get(name);
     this.queues.delete(name);
     for (const exchange of this.exchanges.values()) {
       const kept = exchange.bindings.filter((b) => b.toExchange || b.destination !== name);
       exchange.bindings.splice(0, exchange.bindings.length, ...kept);
     }
+    for (const consumer of queue?.consumers.splice(0) ?? []) consumer.cancelled();
+    return { messageCount: queue?.messages.length ?? 0 };
   }
 
   bind(
@@ -192,6 +229,7 @@ export class InMemoryBroker {
         exchange,
         routingKey,
         redelivered: false,
+        seq: this.published++,
       });
     }
     return [...reached];
@@ -227,7 +265,7 @@ export class InMemoryBroker {
 
   /** `basic.get`: the message at the head of the queue, now held unacknowledged by the caller, or undefined. */
   take(name: string): StoredMessage | undefined {
-    return this.queueNamed(name).messages.shift();
+    return this.head(this.queueNamed(name));
   }
 
   /** A consumer acknowledged a message it held: it is gone, and the consumer has room again. */
@@ -237,22 +275,35 @@ export class InMemoryBroker {
     if (queue) this.dispatch(queue);
   }
 
-  /** Puts an unacknowledged message back at the head of its queue (nack with requeue, a closed channel). */
-  requeue(name: string, message: StoredMessage): void {
+  /**
+   * Puts an unacknowledged message back, redelivered: `nacked` with requeue, or `returned` by a channel that
+   * closed. A classic queue puts it back where it was in publish order. A quorum queue (RabbitMQ 3.10) counts
+   * the return, dead-letters the message as `delivery_limit` once the count passes `x-delivery-limit`, and
+   * queues a nacked message at the back but a returned one ahead of the messages never delivered.
+   */
+  requeue(name: string, message: StoredMessage, how: 'nacked' | 'returned' = 'nacked'): void {
     this.emit({ kind: 'requeued', queue: name, message });
     const queue = this.queues.get(name);
     if (!queue) return;
     message.redelivered = true;
-    if (queue.args['x-queue-type'] === 'quorum') {
-      const count = Number(message.properties.headers?.['x-delivery-count'] ?? 0) + 1;
-      message.properties.headers = { ...message.properties.headers, 'x-delivery-count': count };
+    if (message.deliveryCount !== undefined) {
+      message.deliveryCount += 1;
       const limit = queue.args['x-delivery-limit'];
-      if (typeof limit === 'number' && count > limit) {
+      if (typeof limit === 'number' && message.deliveryCount > limit) {
         this.deadLetter(queue, message, 'delivery_limit');
         return;
       }
+      if (how === 'nacked') {
+        queue.messages.push(message);
+      } else {
+        message.returned = true;
+        const behind = queue.messages.findIndex((other) => other.returned !== true);
+        queue.messages.splice(behind < 0 ? queue.messages.length : behind, 0, message);
+      }
+    } else {
+      const later = queue.messages.findIndex((other) => other.seq > message.seq);
+      queue.messages.splice(later < 0 ? queue.messages.length : later, 0, message);
     }
-    queue.messages.unshift(message);
     this.dispatch(queue);
   }
 
@@ -273,7 +324,7 @@ export class InMemoryBroker {
     if (visited.has(name)) return;
     visited.add(name);
     const exchange = this.exchanges.get(name);
-    if (!exchange) throw new AmqpError(404, `NOT_FOUND - no exchange '${name}'`);
+    if (!exchange) throw new AmqpError(404, `NOT_FOUND - no exchange '${name}' in vhost '/'`);
     for (const binding of route(exchange.type, exchange.bindings, routingKey, headers)) {
       if (binding.toExchange) this.routeInto(binding.destination, routingKey, headers, reached, visited);
       else reached.add(binding.destination);
@@ -287,6 +338,7 @@ export class InMemoryBroker {
         (value): value is number => value !== undefined && Number.isFinite(value) && value <= MAX_TTL_MS,
       );
     message.expiresAt = ttl.length > 0 ? this.clock + Math.min(...ttl) : undefined;
+    if (queue.args['x-queue-type'] === 'quorum') message.deliveryCount = 0;
     queue.messages.push(message);
     this.dispatch(queue);
   }
@@ -298,7 +350,7 @@ export class InMemoryBroker {
       const candidates = single ? [queue.consumers[0]] : queue.consumers;
       const consumer = this.nextWithRoom(queue, candidates);
       if (!consumer) return;
-      const message = queue.messages.shift() as StoredMessage;
+      const message = this.head(queue) as StoredMessage;
       this.emit({ kind: 'delivered', queue: queue.name, message });
       consumer.deliver(queue.name, message);
     }
@@ -313,6 +365,13 @@ export class InMemoryBroker {
       }
     }
     return undefined;
+  }
+
+  /** Takes the message at the head of `queue`. */
+  private head(queue: Queue): StoredMessage | undefined {
+    const message = queue.messages.shift();
+    if (message) message.returned = undefined;
+    return message;
   }
 
   private nextExpiry(): number | undefined {
@@ -333,7 +392,10 @@ export class InMemoryBroker {
     }
   }
 
-  /** Dead-letters as RabbitMQ does: `x-death` counts per queue and reason, newest first; `expiration` is dropped. */
+  /**
+   * Dead-letters as RabbitMQ does: `x-death` counts per queue and reason, newest first; `expiration` moves into
+   * the entry as `original-expiration`.
+   */
   private deadLetter(queue: Queue, message: StoredMessage, reason: DeathReason): void {
     const exchange = queue.args['x-dead-letter-exchange'];
     if (typeof exchange !== 'string') return;
@@ -343,6 +405,7 @@ export class InMemoryBroker {
       exchange: message.exchange,
       routingKey: message.routingKey,
       atSeconds: Math.floor(this.clock / 1000),
+      originalExpiration: message.properties.expiration as string | undefined,
     });
     const properties: MessageProperties = { ...message.properties, headers, expiration: undefined };
     const routingKey = queue.args['x-dead-letter-routing-key'];
@@ -362,13 +425,13 @@ export class InMemoryBroker {
 
   private exchangeNamed(name: string): Exchange {
     const exchange = this.exchanges.get(name);
-    if (!exchange) throw new AmqpError(404, `NOT_FOUND - no exchange '${name}'`);
+    if (!exchange) throw new AmqpError(404, `NOT_FOUND - no exchange '${name}' in vhost '/'`);
     return exchange;
   }
 
   private queueNamed(name: string): Queue {
     const queue = this.queues.get(name);
-    if (!queue) throw new AmqpError(404, `NOT_FOUND - no queue '${name}'`);
+    if (!queue) throw new AmqpError(404, `NOT_FOUND - no queue '${name}' in vhost '/'`);
     return queue;
   }
 }

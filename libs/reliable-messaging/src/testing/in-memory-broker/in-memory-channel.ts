@@ -30,6 +30,9 @@ export class InMemoryChannel extends EventEmitter {
   private closed = false;
   /** This channel's direct reply-to name and consumer tag, once it consumes `amq.rabbitmq.reply-to`. */
   private replies?: { name: string; consumerTag: string };
+  /** Confirm callbacks not yet called: a channel that closes first fails them, as amqplib does. */
+  private readonly unconfirmed = new Set<(error: unknown) => void>();
+  private closedWithUnconfirmed = false;
 
   constructor(
     private readonly broker: InMemoryBroker,
@@ -40,10 +43,21 @@ export class InMemoryChannel extends EventEmitter {
     super();
   }
 
-  assertExchange(exchange: string, type: string): Promise<{ exchange: string }> {
+  assertExchange(
+    exchange: string,
+    type: string,
+    options: Options.AssertExchange = {},
+  ): Promise<{ exchange: string }> {
     return this.run(() => {
-      this.broker.assertExchange(exchange, type as ExchangeType);
+      this.broker.assertExchange(exchange, type as ExchangeType, flagsOf(options));
       return { exchange };
+    });
+  }
+
+  deleteExchange(exchange: string): Promise<Record<string, never>> {
+    return this.run(() => {
+      this.broker.deleteExchange(exchange);
+      return {};
     });
   }
 
@@ -56,7 +70,11 @@ export class InMemoryChannel extends EventEmitter {
 
   assertQueue(queue: string, options: Options.AssertQueue = {}) {
     return this.run(() => {
-      this.broker.assertQueue(queue, { ...(options.arguments as Record<string, unknown> | undefined) });
+      this.broker.assertQueue(
+        queue,
+        { ...(options.arguments as Record<string, unknown> | undefined) },
+        flagsOf(options),
+      );
       return this.broker.checkQueue(queue);
     });
   }
@@ -66,10 +84,7 @@ export class InMemoryChannel extends EventEmitter {
   }
 
   deleteQueue(queue: string) {
-    return this.run(() => {
-      this.broker.deleteQueue(queue);
-      return { messageCount: 0 };
-    });
+    return this.run(() => this.broker.deleteQueue(queue));
   }
 
   bindQueue(queue: string, source: string, pattern: string, args: Record<string, unknown> = {}) {
@@ -109,6 +124,7 @@ export class InMemoryChannel extends EventEmitter {
       options = { ...options, replyTo: this.replies.name };
     }
     const properties = toProperties(options);
+    const confirm = this.confirms && callback ? this.awaitingConfirm(callback) : undefined;
     let reached: string[];
     try {
       reached = this.broker.publish(exchange, routingKey, content, properties);
@@ -125,12 +141,14 @@ export class InMemoryChannel extends EventEmitter {
         }),
       );
     }
-    if (this.confirms && callback) setImmediate(() => callback(null));
+    if (confirm) setImmediate(() => confirm(null));
     return true;
   }
 
   waitForConfirms(): Promise<void> {
-    return new Promise((resolve) => setImmediate(resolve));
+    return new Promise((resolve, reject) =>
+      setImmediate(() => (this.closedWithUnconfirmed ? reject(new Error('channel closed')) : resolve())),
+    );
   }
 
   consume(
@@ -147,6 +165,11 @@ export class InMemoryChannel extends EventEmitter {
         hasRoom: () =>
           !this.closed && (this.prefetchCount === 0 || this.heldBy(consumerTag) < this.prefetchCount),
         deliver: (from, message) => this.deliver(from, message, consumerTag),
+        cancelled: () => {
+          const consumer = this.consumers.get(consumerTag);
+          this.consumers.delete(consumerTag);
+          setImmediate(() => consumer?.onMessage(null));
+        },
       });
       return { consumerTag };
     });
@@ -165,14 +188,15 @@ export class InMemoryChannel extends EventEmitter {
     });
   }
 
-  get(queue: string): Promise<GetMessage | false> {
+  get(queue: string, options: Options.Get = {}): Promise<GetMessage | false> {
     return this.run(() => {
       const message = this.broker.take(queue);
       if (!message) return false;
-      const deliveryTag = this.hold({ queue, message });
+      // With noAck the broker forgets the message as it hands it over.
+      const deliveryTag = options.noAck ? this.nextTag++ : this.hold({ queue, message });
       return {
         content: message.content,
-        properties: message.properties,
+        properties: deliveredProperties(message),
         fields: {
           ...fieldsOf(message, deliveryTag),
           messageCount: this.broker.checkQueue(queue).messageCount,
@@ -213,9 +237,12 @@ export class InMemoryChannel extends EventEmitter {
     this.replies = undefined;
     const held = [...this.held.values()];
     this.held.clear();
-    for (const { queue, message } of held) this.broker.requeue(queue, message);
+    for (const { queue, message } of held) this.broker.requeue(queue, message, 'returned');
     this.onClosed(this);
     setImmediate(() => {
+      // Confirms handed over before the close stand; the rest fail, as amqplib fails them.
+      this.closedWithUnconfirmed = this.unconfirmed.size > 0;
+      for (const confirm of [...this.unconfirmed]) confirm(new Error('channel closed'));
       if (error) this.emit('error', error);
       this.emit('close');
     });
@@ -248,12 +275,22 @@ export class InMemoryChannel extends EventEmitter {
     return { consumerTag };
   }
 
+  /** `callback`, called once: by the broker's confirm, or with an error when the channel closes before it. */
+  private awaitingConfirm(callback: (error: unknown) => void): (error: unknown) => void {
+    const once = (error: unknown) => {
+      if (!this.unconfirmed.delete(once)) return;
+      callback(error);
+    };
+    this.unconfirmed.add(once);
+    return once;
+  }
+
   private deliver(queue: string, message: StoredMessage, consumerTag: string): void {
     const deliveryTag = this.hold({ queue, message, consumerTag });
     const consumer = this.consumers.get(consumerTag);
     const delivery: ConsumeMessage = {
       content: message.content,
-      properties: message.properties,
+      properties: deliveredProperties(message),
       fields: { ...fieldsOf(message, deliveryTag), consumerTag },
     };
     setImmediate(() => {
@@ -304,6 +341,20 @@ export class InMemoryChannel extends EventEmitter {
   private assertOpen(): void {
     if (this.closed) throw new IllegalOperationError('Channel closed');
   }
+}
+
+/** amqplib declares durable, not auto-deleted, unless told otherwise. */
+function flagsOf(options: { durable?: boolean; autoDelete?: boolean }) {
+  return { durable: options.durable ?? true, autoDelete: options.autoDelete ?? false };
+}
+
+/** A message's properties as a consumer sees them: a quorum queue adds its count of returns, 0 at first. */
+function deliveredProperties(message: StoredMessage): MessageProperties {
+  if (message.deliveryCount === undefined) return message.properties;
+  return {
+    ...message.properties,
+    headers: { ...message.properties.headers, 'x-delivery-count': message.deliveryCount },
+  };
 }
 
 /** The delivery fields a consumed and a fetched message share. */
