@@ -1,4 +1,4 @@
-import { Module, ValidationPipe } from '@nestjs/common';
+import { type MiddlewareConsumer, Module, type NestModule, ValidationPipe } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
@@ -16,6 +16,7 @@ import { ReceiptModule } from './receipt/receipt.module';
 import { ShippingModule } from './shipping/shipping.module';
 import { HealthModule } from './health/health.module';
 import { ErrorResponsesFilter } from './http/error-responses.filter';
+import { JsonBodyMiddleware } from './http/json-body.middleware';
 import { ObservabilityModule } from './observability/observability.module';
 
 /**
@@ -65,8 +66,19 @@ import { ObservabilityModule } from './observability/observability.module';
     { provide: APP_FILTER, useClass: ErrorResponsesFilter },
     {
       provide: APP_PIPE,
-      useValue: new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true }),
+      // maxErrorMessagesLength: a 400 lists every problem, but never more than about 2 kB of them.
+      useValue: new ValidationPipe({
+        whitelist: true,
+        forbidNonWhitelisted: true,
+        transform: true,
+        maxErrorMessagesLength: 2000,
+      }),
     },
   ],
 })
-export class AppModule {}
+export class AppModule implements NestModule {
+  /** JSON bodies are read and checked by JsonBodyMiddleware (main.ts turns Nest's body parser off). */
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(JsonBodyMiddleware).forRoutes('*');
+  }
+}

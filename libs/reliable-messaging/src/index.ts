@@ -6,7 +6,8 @@
  * - `@app/reliable-messaging/dead-letters`: the `dlq` command line, the HTTP admin module and their operations;
  * - `@app/reliable-messaging/operations`: monitors, stats, connections and the names of the broker objects the
  *   module declares, for operators' scripts and harnesses;
- * - `@app/reliable-messaging/testing`: fault points for tests that must stop the module at an exact moment.
+ * - `@app/reliable-messaging/testing`: fault points for tests that must stop the module at an exact moment;
+ * - `@app/reliable-messaging/safe-json`: the decoder's strict UTF-8 and a JSON parser with limits, for HTTP bodies.
  */
 
 /** The module: `ReliableMessagingModule.forRoot(options)` or `forRootAsync(...)` in the app's root module. */

@@ -1,19 +1,15 @@
 import sjson from 'secure-json-parse';
 import { InvalidMessageError } from '../errors/invalid-message.error';
-
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+import { decodeStrictUtf8 } from './strict-utf8';
 
 /**
  * Decodes a body as strict UTF-8 and parses it as JSON, refusing `__proto__` and `constructor.prototype` keys
  * so a hostile payload can never pollute prototypes. Each failure is an InvalidMessageError with its own reason.
  */
 export function parseJsonBody(body: Buffer): unknown {
-  let text: string;
-  try {
-    text = utf8.decode(body);
-  } catch {
-    throw new InvalidMessageError('invalid-utf8', 'body is not valid UTF-8');
-  }
+  const decoded = decodeStrictUtf8(body);
+  if (!decoded.ok) throw new InvalidMessageError('invalid-utf8', 'body is not valid UTF-8');
+  const { text } = decoded;
   try {
     return cannotHideForbiddenKeys(text)
       ? JSON.parse(text)

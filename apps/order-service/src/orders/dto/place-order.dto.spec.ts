@@ -26,6 +26,14 @@ describe('PlaceOrderDto', () => {
     expect(await problems(VALID)).toEqual([]);
   });
 
+  it("accepts strings at their columns' limits in code points", async () => {
+    const body = {
+      customerId: '\u2764\ufe0f'.repeat(50),
+      items: [{ ...VALID.items[0], sku: '\u{1f600}'.repeat(64) }],
+    };
+    expect(await problems(body)).toEqual([]);
+  });
+
   it.each([
     ['no customer', { ...VALID, customerId: undefined }, 'customerId: customerId should not be empty'],
     ['no items', { ...VALID, items: [] }, 'items: items must contain at least 1 elements'],
@@ -50,6 +58,16 @@ describe('PlaceOrderDto', () => {
       'items.0.unitPrice: unitPrice must be a number from 0 to 1000000 with at most 2 decimal places',
     ],
     ['an unknown property', { ...VALID, discount: 10 }, 'discount: property discount should not exist'],
+    [
+      'a customerId of 51 hearts with variation selectors: 102 code points, 51 to @MaxLength',
+      { ...VALID, customerId: '\u2764\ufe0f'.repeat(51) },
+      'customerId: customerId must be at most 100 characters long',
+    ],
+    [
+      'a sku of 65 emoji',
+      { ...VALID, items: [{ sku: '\u{1f600}'.repeat(65), quantity: 1, unitPrice: 1 }] },
+      'items.0.sku: sku must be at most 64 characters long',
+    ],
   ])('refuses %s, naming the field', async (_case, body, problem) => {
     expect(await problems(body)).toContain(problem);
   });

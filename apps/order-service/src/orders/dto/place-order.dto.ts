@@ -7,17 +7,20 @@ import {
   IsNotEmpty,
   IsString,
   Max,
-  MaxLength,
   Min,
   ValidateNested,
 } from 'class-validator';
 import { IsCurrencyAmount } from './is-currency-amount.decorator';
+import { MaxCodePoints } from './max-code-points.decorator';
 
-/** One line of `POST /orders`. */
+/**
+ * One line of `POST /orders`. String lengths are in code points, as the columns count them (`order_items.sku` is
+ * `varchar(64)`).
+ */
 export class OrderItemDto {
   @IsString()
   @IsNotEmpty()
-  @MaxLength(64)
+  @MaxCodePoints(64)
   sku!: string;
 
   @IsInt()
@@ -30,11 +33,11 @@ export class OrderItemDto {
   unitPrice!: number;
 }
 
-/** The body of `POST /orders`. */
+/** The body of `POST /orders`. `customerId` fits `orders.customer_id`, a `varchar(100)`. */
 export class PlaceOrderDto {
   @IsString()
   @IsNotEmpty()
-  @MaxLength(100)
+  @MaxCodePoints(100)
   customerId!: string;
 
   @IsArray()

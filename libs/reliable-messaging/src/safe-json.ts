@@ -1,0 +1,19 @@
+/**
+ * Strict JSON for input from outside, imported as `@app/reliable-messaging/safe-json`: the UTF-8 decoding the
+ * message decoder applies to every delivery, and a parser with limits for HTTP bodies and other edges, so an app
+ * refuses at its door what the module refuses at the queue.
+ */
+
+/** Parses a JSON body from outside within limits; refuses with an UntrustedJsonError naming the path and why. */
+export {
+  parseUntrustedJson,
+  DEFAULT_JSON_LIMITS,
+  FORBIDDEN_JSON_KEYS,
+  type JsonLimits,
+} from './envelope/untrusted-json';
+/** Why `parseUntrustedJson()` refused a body, with the path of the offending value. */
+export { UntrustedJsonError, type UntrustedJsonReason } from './errors/untrusted-json.error';
+/** UTF-8 decoding that refuses ill-formed bytes instead of replacing them with U+FFFD. */
+export { decodeStrictUtf8, type StrictUtf8Result } from './envelope/strict-utf8';
+/** A string's length in code points, as PostgreSQL counts a `varchar(n)`. */
+export { countCodePoints } from './envelope/code-points';
