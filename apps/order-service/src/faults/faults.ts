@@ -102,7 +102,7 @@ async function main(): Promise<number> {
   let faults: Fault[] = selectFaults(catalog, options.only);
   const rate = options.rate ?? (options.quick ? 20 : 50);
   const phases: CyclePhases = {
-    warmUpMs: options.quick ? 2_000 : 5_000,
+    warmUpMs: options.quick ? 1_000 : 5_000,
     afterMs: options.quick ? 1_000 : 5_000,
     settleTimeoutMs: (options.settleTimeout ?? (options.quick ? 90 : options.soak ? 1800 : 300)) * 1000,
   };
