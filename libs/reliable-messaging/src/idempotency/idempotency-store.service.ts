@@ -1,7 +1,9 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import { TransactionContext } from '../database/transaction-context.service';
+import { ConfigurationError } from '../errors/configuration.error';
 import { IdempotencyKeyInFlightError } from '../errors/idempotency-key-in-flight.error';
+import { IDEMPOTENCY_KEYS_TABLE } from './idempotency-key.entity';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from './idempotency-module-definition';
 import type { ResolvedIdempotencyOptions } from './idempotency.options';
 
@@ -29,11 +31,31 @@ const LOCK_NOT_AVAILABLE = '55P03';
  * first commits, and finds its response, or rolls back, and claims the key itself.
  */
 @Injectable()
-export class IdempotencyStore {
+export class IdempotencyStore implements OnApplicationBootstrap {
   constructor(
     @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly transactions: TransactionContext,
   ) {}
+
+  /** Fails the start when there is no DataSource or no table to keep keys in, saying what to add. */
+  async onApplicationBootstrap(): Promise<void> {
+    const dataSource = this.transactions.dataSource;
+    if (!dataSource) {
+      throw new ConfigurationError(
+        'IdempotencyModule: idempotency keys live in the database; set the ReliableMessagingModule option dataSource',
+      );
+    }
+    const [row] = await dataSource.query<Array<{ table: string | null }>>(
+      `SELECT to_regclass($1) AS "table"`,
+      [IDEMPOTENCY_KEYS_TABLE],
+    );
+    if (!row?.table) {
+      throw new ConfigurationError(
+        `IdempotencyModule: table ${IDEMPOTENCY_KEYS_TABLE} missing from the database; add ` +
+          'RELIABLE_MESSAGING_MIGRATIONS to the DataSource migrations with migrationsRun: true',
+      );
+    }
+  }
 
   /**
    * Claims `request.key` in the transaction of `manager`, or reads what the key answered before. An expired row

@@ -4,7 +4,7 @@ import { assertInteger } from '../reliable-messaging.options';
 /** Options of `IdempotencyModule.forRoot()` / `forRootAsync()`: how long keys are kept and how duplicates wait. */
 export interface IdempotencyModuleOptions {
   /**
-   * How long a key is remembered after the request that used it committed. A retry within it gets the stored
+   * How long a key is remembered after the transaction of the request that used it began. A retry within it gets the stored
    * response; after it the key is forgotten and the request runs again. Default: 86400000 ms (24 hours).
    */
   ttlMs?: number;
