@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ChildApp } from './support/child-app';
+import { OrderServiceApp } from './support/order-service-app';
 import { TestBroker } from './support/test-broker';
 import { createTestDatabase, type TestDatabase } from './support/test-database';
 import { waitFor } from './support/wait-for';
-
-/** The compiled order service; ORDER_SERVICE_DIST names another build output than dist/. */
-const MAIN = `${process.env.ORDER_SERVICE_DIST ?? 'dist'}/apps/order-service/src/main.js`;
 
 const ITEM = { sku: 'BOOK-1', quantity: 2, unitPrice: 19.99 };
 const ORDER = { customerId: 'customer-1', items: [ITEM] };
@@ -397,24 +395,7 @@ describe('order API hostile input: each hostile body is refused with its 4xx, na
   beforeAll(async () => {
     database = await createTestDatabase();
     broker = await TestBroker.connect();
-    app = ChildApp.start(MAIN, {
-      env: {
-        DATABASE_URL: database.url,
-        AMQP_URL: broker.url,
-        MESSAGING_NAMESPACE: broker.prefix,
-        PORT: '0',
-        NO_COLOR: '1',
-        RECEIPT_LATENCY_MS: '5',
-      },
-    });
-    const line = await app.waitForLine(/order service listening on port \d+/);
-    baseUrl = `http://127.0.0.1:${/port (\d+)/.exec(line)?.[1]}`;
-    broker.track(
-      ...['payment.order-placed', 'shipping.order-paid', 'receipt.order-paid'].flatMap((queue) => [
-        `${broker.prefix}.${queue}`,
-        `${broker.prefix}.${queue}.dlq`,
-      ]),
-    );
+    ({ process: app, baseUrl } = await OrderServiceApp.start(database, broker));
     storedBefore = (await get('/orders/stats')).orders as number;
   });
 

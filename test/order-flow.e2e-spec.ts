@@ -2,12 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import type { GetMessage } from 'amqplib';
 import { ChildApp } from './support/child-app';
+import { OrderServiceApp } from './support/order-service-app';
 import { TestBroker } from './support/test-broker';
 import { createTestDatabase, type TestDatabase } from './support/test-database';
 import { waitFor } from './support/wait-for';
-
-/** The compiled order service; ORDER_SERVICE_DIST names another build output than dist/. */
-const MAIN = `${process.env.ORDER_SERVICE_DIST ?? 'dist'}/apps/order-service/src/main.js`;
 
 const ORDER = {
   customerId: 'customer-7',
@@ -46,19 +44,7 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
   beforeAll(async () => {
     database = await createTestDatabase();
     broker = await TestBroker.connect();
-    app = ChildApp.start(MAIN, {
-      env: {
-        DATABASE_URL: database.url,
-        AMQP_URL: broker.url,
-        MESSAGING_NAMESPACE: broker.prefix,
-        PORT: '0',
-        NO_COLOR: '1',
-        RECEIPT_LATENCY_MS: '5',
-      },
-    });
-    const line = await app.waitForLine(/order service listening on port \d+/);
-    baseUrl = `http://127.0.0.1:${/port (\d+)/.exec(line)?.[1]}`;
-    broker.track(...queues(broker.prefix).flatMap((queue) => [queue, `${queue}.dlq`]));
+    ({ process: app, baseUrl } = await OrderServiceApp.start(database, broker));
     auditQueue = broker.name('audit');
     const channel = await broker.openChannel();
     await channel.assertQueue(auditQueue, { durable: false });

@@ -1,12 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ChildApp } from './support/child-app';
+import { OrderServiceApp } from './support/order-service-app';
 import { TcpProxy } from './support/tcp-proxy';
 import { TestBroker } from './support/test-broker';
 import { createTestDatabase, type TestDatabase } from './support/test-database';
 import { waitFor } from './support/wait-for';
-
-/** The compiled order service; ORDER_SERVICE_DIST names another build output than dist/. */
-const MAIN = `${process.env.ORDER_SERVICE_DIST ?? 'dist'}/apps/order-service/src/main.js`;
 
 /** A customer id that must never reach a log line, whatever fails. */
 const CUSTOMER = 'customer-private-7391';
@@ -31,11 +29,6 @@ describe('the order service while the broker or the database is down', () => {
   let databaseProxy: TcpProxy;
   let app: ChildApp;
   let baseUrl: string;
-
-  const queues = (prefix: string) =>
-    ['payment.order-placed', 'shipping.order-paid', 'receipt.order-paid'].map(
-      (queue) => `${prefix}.${queue}`,
-    );
 
   async function ready(): Promise<{
     status: number;
@@ -67,19 +60,13 @@ describe('the order service while the broker or the database is down', () => {
     broker = await TestBroker.connect();
     brokerProxy = await TcpProxy.start(broker.url);
     databaseProxy = await TcpProxy.start(database.url);
-    app = ChildApp.start(MAIN, {
-      env: {
-        DATABASE_URL: databaseProxy.url,
-        AMQP_URL: brokerProxy.url,
-        MESSAGING_NAMESPACE: broker.prefix,
-        PORT: '0',
-        LOG_FORMAT: 'json',
-        RECEIPT_LATENCY_MS: '5',
-      },
-    });
-    const line = await app.waitForLine(/order service listening on port \d+/);
-    baseUrl = `http://127.0.0.1:${/port (\d+)/.exec(line)?.[1]}`;
-    broker.track(...queues(broker.prefix).flatMap((queue) => [queue, `${queue}.dlq`]));
+    ({ process: app, baseUrl } = await OrderServiceApp.start(database, broker, {
+      DATABASE_URL: databaseProxy.url,
+      AMQP_URL: brokerProxy.url,
+      LOG_FORMAT: 'json',
+      // Colours are off in JSON by themselves: the check below holds without NO_COLOR's help.
+      NO_COLOR: undefined,
+    }));
   });
 
   afterAll(async () => {

@@ -1,43 +1,75 @@
 import { ChildApp } from './child-app';
+import type { TestBroker } from './test-broker';
+import type { TestDatabase } from './test-database';
 
 /** The compiled order service; ORDER_SERVICE_DIST names another build output than dist/. */
 export const ORDER_SERVICE_MAIN = `${process.env.ORDER_SERVICE_DIST ?? 'dist'}/apps/order-service/src/main.js`;
 
-/** The order service's queues under `namespace`, each followed by its dead-letter queue: what a spec tracks. */
-export function orderServiceQueues(namespace: string): string[] {
+/** The order service's queues under a namespace, each with its dead-letter queue, for `broker.track()`. */
+export function orderServiceQueues(prefix: string): string[] {
   return ['payment.order-placed', 'shipping.order-paid', 'receipt.order-paid'].flatMap((queue) => [
-    `${namespace}.${queue}`,
-    `${namespace}.${queue}.dlq`,
+    `${prefix}.${queue}`,
+    `${prefix}.${queue}.dlq`,
   ]);
 }
 
-/** Where the order service runs: its own database, broker and namespace, and any other variables. */
-export interface OrderServiceSetup {
-  databaseUrl: string;
-  amqpUrl: string;
-  namespace: string;
-  /** More variables, or ones to override: `NO_COLOR=1`, `PORT=0` and a 5 ms receipt latency are the defaults. */
-  env?: Record<string, string>;
+/** A response as the specs read it: status, headers and the JSON body. */
+export interface HttpAnswer {
+  status: number;
+  headers: Headers;
+  body: Record<string, unknown>;
 }
 
-/**
- * Starts the order service as a child process (kill it with `ChildApp.killAll()` in `afterAll`), and resolves
- * once it listens, with its base URL.
- */
-export async function startOrderService(
-  setup: OrderServiceSetup,
-): Promise<{ app: ChildApp; baseUrl: string }> {
-  const app = ChildApp.start(ORDER_SERVICE_MAIN, {
-    env: {
-      DATABASE_URL: setup.databaseUrl,
-      AMQP_URL: setup.amqpUrl,
-      MESSAGING_NAMESPACE: setup.namespace,
-      PORT: '0',
-      NO_COLOR: '1',
-      RECEIPT_LATENCY_MS: '5',
-      ...setup.env,
-    },
-  });
-  const line = await app.waitForLine(/order service listening on port \d+/);
-  return { app, baseUrl: `http://127.0.0.1:${/port (\d+)/.exec(line)?.[1]}` };
+/** The order service running as a child process on the spec's database and namespace, and its HTTP address. */
+export class OrderServiceApp {
+  private constructor(
+    readonly process: ChildApp,
+    readonly baseUrl: string,
+  ) {}
+
+  /** Starts the service on a free port and resolves once it listens; `env` adds to or overrides its environment. */
+  static async start(
+    database: TestDatabase,
+    broker: TestBroker,
+    env: Record<string, string | undefined> = {},
+  ): Promise<OrderServiceApp> {
+    const app = ChildApp.start(ORDER_SERVICE_MAIN, {
+      env: {
+        DATABASE_URL: database.url,
+        AMQP_URL: broker.url,
+        MESSAGING_NAMESPACE: broker.prefix,
+        PORT: '0',
+        NO_COLOR: '1',
+        RECEIPT_LATENCY_MS: '5',
+        ...env,
+      },
+    });
+    const line = await app.waitForLine(/order service listening on port \d+/);
+    broker.track(...orderServiceQueues(broker.prefix));
+    return new OrderServiceApp(app, `http://127.0.0.1:${/port (\d+)/.exec(line)?.[1]}`);
+  }
+
+  /** `POST /orders` with `body`, and the given headers beside `content-type: application/json`. */
+  async postOrder(body: unknown, headers: Record<string, string> = {}): Promise<HttpAnswer> {
+    const response = await fetch(`${this.baseUrl}/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: (await response.json()) as Record<string, unknown>,
+    };
+  }
+
+  /** `GET <path>`. */
+  async get(path: string): Promise<HttpAnswer> {
+    const response = await fetch(`${this.baseUrl}${path}`);
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: (await response.json()) as Record<string, unknown>,
+    };
+  }
 }

@@ -4,11 +4,12 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { ReliableMessagingModule } from '@app/reliable-messaging';
+import { IdempotencyModule } from '@app/reliable-messaging/http';
 import { ClsModule } from 'nestjs-cls';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from './config/app-config';
 import { AppConfigModule } from './config/app-config.module';
-import { toolModeMessagingOptions } from './cli/tool-mode';
+import { isToolMode, toolModeMessagingOptions } from './cli/tool-mode';
 import { orderDataSourceOptions } from './database/order-data-source';
 import { OrdersModule } from './orders/orders.module';
 import { PaymentModule } from './payment/payment.module';
@@ -54,6 +55,11 @@ import { ObservabilityModule } from './observability/observability.module';
         shutdownTimeoutMs: config.shutdownTimeoutMs,
         ...toolModeMessagingOptions(),
       }),
+    }),
+    // Idempotency-Key on POST /orders: the key commits in the order's transaction (docs/http-idempotency.md).
+    IdempotencyModule.forRootAsync({
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) => ({ ttlMs: config.idempotencyKeyTtlMs, prune: !isToolMode() }),
     }),
     OrdersModule,
     PaymentModule,

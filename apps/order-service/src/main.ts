@@ -7,7 +7,7 @@ import { ConsoleLogger, Logger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
 import { APP_CONFIG, readLogFormat, type AppConfig } from './config/app-config';
-import { installFaultPoints } from './faults/fault-points';
+import { faultPointInterceptors, installFaultPoints } from './faults/fault-points';
 
 async function bootstrap(): Promise<void> {
   // Only the fault matrix (`npm run faults`) sets FAULT_POINTS; otherwise this does nothing.
@@ -28,6 +28,7 @@ async function bootstrap(): Promise<void> {
   // SIGTERM and SIGINT run the messaging module's shutdown: readiness fails, consumers drain, the relay
   // finishes its batch, then the connection closes and the process exits with code 0.
   app.enableShutdownHooks(['SIGTERM', 'SIGINT'], { useProcessExit: true });
+  app.useGlobalInterceptors(...faultPointInterceptors(process.env));
   const config = app.get<AppConfig>(APP_CONFIG);
   await app.listen(config.port);
   const { port } = app.getHttpServer().address() as AddressInfo;

@@ -52,3 +52,11 @@ export const DEAD_LETTER_HEADERS = {
 } as const;
 
 export const JSON_CONTENT_TYPE = 'application/json';
+
+/** Metadata key under which `@Idempotent()` stores its options on a route handler. */
+export const IDEMPOTENT_METADATA = 'reliable-messaging:idempotent';
+
+/** The request header carrying a client's idempotency key (draft-ietf-httpapi-idempotency-key-header). */
+export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
+/** Set to `true` on a response replayed from the idempotency key's stored response instead of running the handler. */
+export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';

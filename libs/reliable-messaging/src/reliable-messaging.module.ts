@@ -142,6 +142,7 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
     DeadLetterAudit,
     ReliableMessagingTransport,
     ReliableMessagingClient,
+    TransactionContext,
     RESOLVED_MESSAGING_OPTIONS,
   ],
 })

@@ -2,11 +2,21 @@ import { CreateDeadLetterAudit1767225600003 } from './dead-letter-admin/create-d
 import { DeadLetterAuditEntity } from './dead-letter-admin/dead-letter-audit.entity';
 import { CreateInbox1767225600001 } from './inbox/create-inbox.migration';
 import { InboxMessageEntity } from './inbox/inbox-message.entity';
+import { CreateIdempotencyKeys1767225600004 } from './idempotency/create-idempotency-keys.migration';
+import { IdempotencyKeyEntity } from './idempotency/idempotency-key.entity';
 import { CreateOutbox1767225600000 } from './outbox/create-outbox.migration';
 import { OutboxMessageEntity } from './outbox/outbox-message.entity';
 
-/** The module's TypeORM entities (outbox, inbox, dead-letter audit): add them to the DataSource's `entities`. */
-export const RELIABLE_MESSAGING_ENTITIES = [OutboxMessageEntity, InboxMessageEntity, DeadLetterAuditEntity];
+/**
+ * The module's TypeORM entities (outbox, inbox, dead-letter audit, HTTP idempotency keys): add them to the
+ * DataSource's `entities`.
+ */
+export const RELIABLE_MESSAGING_ENTITIES = [
+  OutboxMessageEntity,
+  InboxMessageEntity,
+  DeadLetterAuditEntity,
+  IdempotencyKeyEntity,
+];
 
 /**
  * The module's TypeORM migrations, oldest first: add them to the DataSource's `migrations` with
@@ -16,4 +26,5 @@ export const RELIABLE_MESSAGING_MIGRATIONS = [
   CreateOutbox1767225600000,
   CreateInbox1767225600001,
   CreateDeadLetterAudit1767225600003,
+  CreateIdempotencyKeys1767225600004,
 ];

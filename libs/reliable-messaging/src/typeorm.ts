@@ -18,6 +18,10 @@ export { CreateInbox1767225600001 } from './inbox/create-inbox.migration';
 export { DeadLetterAuditEntity } from './dead-letter-admin/dead-letter-audit.entity';
 export { CreateDeadLetterAudit1767225600003 } from './dead-letter-admin/create-dead-letter-audit.migration';
 
+/** The HTTP idempotency keys of `@Idempotent()` routes (`@app/reliable-messaging/http`), and their migration. */
+export { IdempotencyKeyEntity } from './idempotency/idempotency-key.entity';
+export { CreateIdempotencyKeys1767225600004 } from './idempotency/create-idempotency-keys.migration';
+
 /**
  * Whether an error says the database cannot serve right now (connection lost or refused, server restarting,
  * backend terminated, no connection to spare) rather than that the query was wrong: an HTTP layer answers 503

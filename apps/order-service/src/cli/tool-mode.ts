@@ -12,3 +12,8 @@ export function enterToolMode(): void {
 export function toolModeMessagingOptions(): Partial<ReliableMessagingModuleOptions> {
   return process.env[TOOL_MODE_ENV] === '1' ? { consumersEnabled: false, outbox: { relay: false } } : {};
 }
+
+/** Whether this process is a tool: it leaves pruning idempotency keys to the service. */
+export function isToolMode(): boolean {
+  return process.env[TOOL_MODE_ENV] === '1';
+}

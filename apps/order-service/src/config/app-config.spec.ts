@@ -12,6 +12,7 @@ describe('loadAppConfig', () => {
       handlerDeadlineMs: 30_000,
       receipt: { latencyMs: 20, failureRate: 0, ratePerSecond: 50 },
       reconnect: { initialDelayMs: 250, maxDelayMs: 1500 },
+      idempotencyKeyTtlMs: 86_400_000,
       logFormat: 'text',
       retry: { maxAttempts: 12, initialDelayMs: 1000, maxDelayMs: 120_000 },
     });
@@ -34,6 +35,7 @@ describe('loadAppConfig', () => {
       RETRY_MAX_DELAY_MS: '1000',
       RECONNECT_INITIAL_DELAY_MS: '100',
       RECONNECT_MAX_DELAY_MS: '800',
+      IDEMPOTENCY_KEY_TTL_MS: '3600000',
       LOG_FORMAT: 'json',
     });
 
@@ -46,6 +48,7 @@ describe('loadAppConfig', () => {
       handlerDeadlineMs: 5000,
       receipt: { url: 'http://127.0.0.1:4100', latencyMs: 5, failureRate: 0.25, ratePerSecond: 200 },
       reconnect: { initialDelayMs: 100, maxDelayMs: 800 },
+      idempotencyKeyTtlMs: 3_600_000,
       logFormat: 'json',
       retry: { maxAttempts: 8, initialDelayMs: 100, maxDelayMs: 1000 },
     });
@@ -61,6 +64,11 @@ describe('loadAppConfig', () => {
     ['HANDLER_DEADLINE_MS', '10', "HANDLER_DEADLINE_MS must be an integer from 100 to 3600000; got '10'"],
     ['RECEIPT_URL', 'ftp://x', "RECEIPT_URL must be an http:// or https:// URL; got 'ftp://x'"],
     ['RECONNECT_MAX_DELAY_MS', '0', "RECONNECT_MAX_DELAY_MS must be an integer from 1 to 600000; got '0'"],
+    [
+      'IDEMPOTENCY_KEY_TTL_MS',
+      '24h',
+      "IDEMPOTENCY_KEY_TTL_MS must be an integer from 1000 to 31536000000; got '24h'",
+    ],
     ['LOG_FORMAT', 'xml', "LOG_FORMAT must be 'text' or 'json'; got 'xml'"],
     ['RECEIPT_LATENCY_MS', '1.5', "RECEIPT_LATENCY_MS must be an integer from 0 to 60000; got '1.5'"],
     [

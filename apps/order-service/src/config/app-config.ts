@@ -47,6 +47,11 @@ export interface AppConfig {
     /** `RECONNECT_MAX_DELAY_MS`: cap on any attempt's delay. Default: 1500, as the module's. */
     maxDelayMs: number;
   };
+  /**
+   * `IDEMPOTENCY_KEY_TTL_MS`: how long an `Idempotency-Key` of `POST /orders` is remembered after its order
+   * committed (the idempotency module's `ttlMs`). Default: 86400000 (24 hours), as the module's.
+   */
+  idempotencyKeyTtlMs: number;
   /** `LOG_FORMAT`: `text`, one line a record, coloured unless `NO_COLOR` is set; or `json`, one JSON object a line. Default: `text`. */
   logFormat: LogFormat;
   /** How the consumers retry a failed message (the module's `retry` option). */
@@ -79,6 +84,7 @@ export const DEFAULT_RECONNECT_MAX_DELAY_MS = 1500;
 export const DEFAULT_RETRY_MAX_ATTEMPTS = 12;
 export const DEFAULT_RETRY_INITIAL_DELAY_MS = 1000;
 export const DEFAULT_RETRY_MAX_DELAY_MS = 120_000;
+export const DEFAULT_IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
 
 /** Reads and checks the configuration; a bad value fails with a message naming the variable and what it expects. */
 export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
@@ -129,6 +135,11 @@ export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         integer: true,
       }),
     },
+    idempotencyKeyTtlMs: readNumber(env, 'IDEMPOTENCY_KEY_TTL_MS', DEFAULT_IDEMPOTENCY_KEY_TTL_MS, {
+      min: 1000,
+      max: 365 * 24 * 60 * 60 * 1000,
+      integer: true,
+    }),
     logFormat: readLogFormat(env),
     retry: {
       maxAttempts: readNumber(env, 'RETRY_MAX_ATTEMPTS', DEFAULT_RETRY_MAX_ATTEMPTS, {

@@ -1,4 +1,5 @@
 import { Body, Controller, Get, HttpCode, HttpStatus, NotFoundException, Param, Post } from '@nestjs/common';
+import { Idempotent } from '@app/reliable-messaging/http';
 import { PlaceOrderDto } from './dto/place-order.dto';
 import { toOrderView, type OrderStats, type OrderView } from './order-view';
 import { OrdersService } from './orders.service';
@@ -8,9 +9,13 @@ import { OrdersService } from './orders.service';
 export class OrdersController {
   constructor(private readonly orders: OrdersService) {}
 
-  /** Places an order: 201 with the order (status `placed`); payment, shipping and the receipt follow by message. */
+  /**
+   * Places an order: 201 with the order (status `placed`); payment, shipping and the receipt follow by message.
+   * With an `Idempotency-Key` header, a retry gets the first 201 again instead of a second order.
+   */
   @Post()
   @HttpCode(HttpStatus.CREATED)
+  @Idempotent()
   async place(@Body() body: PlaceOrderDto): Promise<OrderView> {
     return toOrderView(await this.orders.placeOrder(body));
   }
