@@ -45,6 +45,11 @@ describe('the fault matrix, quick form (npm run faults -- --quick)', () => {
 
     const exit = await harness.waitForExit(600_000);
 
+    // The harness's own verdict first, so that a failure shows which fault went wrong in a few lines.
+    const problems = harness.lines.filter((line) =>
+      /PROBLEM|The fault matrix stopped|could not start|^\s+- /.test(line),
+    );
+    expect(problems).toEqual([]);
     expect({ exit, output: harness.lines.slice(-40) }).toMatchObject({ exit: { code: 0 } });
     const rows = JSON.parse(readFileSync(json, 'utf8')) as FaultRow[];
     expect(rows.map((row) => row.fault)).toEqual(FAULTS_IN_ORDER);

@@ -100,8 +100,11 @@ describe('flow control', () => {
       await app.publisher.publishNow(Object.assign(new ReceiptRequested(), { id: `receipt-${i}` }));
     await waitFor('15 receipts', () => handlers.receiptStarts.length === 15, { timeoutMs: 5_000 });
 
+    // The gate releases the sixth start a full period after the first; the handler records its start a little
+    // later, after decoding, by a delay that varies per message on a loaded machine. A fifth of a period allows
+    // for that and still fails a limiter that lets a sixth start into any window (those starts come together).
     const starts = handlers.receiptStarts;
-    for (let i = 5; i < starts.length; i++) expect(starts[i] - starts[i - 5]).toBeGreaterThanOrEqual(495);
-    expect(starts[14] - starts[0]).toBeGreaterThanOrEqual(2 * 495);
+    for (let i = 5; i < starts.length; i++) expect(starts[i] - starts[i - 5]).toBeGreaterThanOrEqual(400);
+    expect(starts[14] - starts[0]).toBeGreaterThanOrEqual(2 * 400);
   });
 });

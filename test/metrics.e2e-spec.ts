@@ -101,6 +101,12 @@ describe('metrics', () => {
         8,
     );
     await waitFor(
+      'both outbox rows relayed, and a backlog reading (cached for a second) taken after that',
+      async () =>
+        (await value('rm_outbox_relayed_total', { outcome: 'published' })) === 2 &&
+        (await value('rm_outbox_pending')) === 0,
+    );
+    await waitFor(
       '3 dead letters counted by the broker',
       async () => (await value('rm_dead_letter_depth', { queue: QUEUE })) === 3,
     );

@@ -16,7 +16,12 @@ import { DEAD_LETTER_HEADERS } from '@app/reliable-messaging/dead-letters';
 import { ReliableMessagingClient, ReliableMessagingTransport } from '@app/reliable-messaging/microservices';
 import { ConsumerRegistry } from '@app/reliable-messaging/operations';
 import { CapturingLogger } from './support/messaging-app';
-import { createMessagingDatabase, outboxRows, type MessagingDatabase } from './support/messaging-database';
+import {
+  createMessagingDatabase,
+  outboxRows,
+  waitForOutboxPublished,
+  type MessagingDatabase,
+} from './support/messaging-database';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';
 
@@ -143,6 +148,7 @@ describe('@nestjs/microservices bridge: @EventPattern handlers and ClientProxy.e
     await waitFor('p-1 shipped', () => controller.shipped.some((s) => s.parcelId === 'p-1'));
 
     expect(seen).toContain('guard:rpc:p-1');
+    await waitForOutboxPublished(db.dataSource, (row) => row.body.includes('"p-1"'));
     const rows = (await outboxRows(db.dataSource)).filter((row) => row.body.includes('"p-1"'));
     expect(rows.map((row) => [row.type, row.status])).toEqual([['parcel.shipped', 'published']]);
   });
@@ -150,9 +156,7 @@ describe('@nestjs/microservices bridge: @EventPattern handlers and ClientProxy.e
   it('rolls the emitted event back with the attempt that failed: the retry emits it once more, and it is handled once', async () => {
     await weighed('flaky-1');
     await waitFor('flaky-1 shipped', () => controller.shipped.some((s) => s.parcelId === 'flaky-1'));
-    await waitFor('the outbox to be relayed', async () =>
-      (await outboxRows(db.dataSource)).every((row) => row.status === 'published'),
-    );
+    await waitForOutboxPublished(db.dataSource);
 
     expect(controller.shipped.filter((s) => s.parcelId === 'flaky-1')).toEqual([
       { parcelId: 'flaky-1', attempt: 1 },

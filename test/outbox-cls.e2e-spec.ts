@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ChildApp } from './support/child-app';
-import { outboxRows, type MessagingDatabase } from './support/messaging-database';
+import { outboxRows, waitForOutboxPublished, type MessagingDatabase } from './support/messaging-database';
 import { outboxSetup, type OutboxSetup } from './support/outbox-setup';
 import type { TestBroker } from './support/test-broker';
 
@@ -44,7 +44,7 @@ describe('outbox with nestjs-cls transactions', () => {
 
   it('commits each order with its OrderPlaced and relays it; a rolled-back order leaves neither', async () => {
     const messages = await broker.waitForMessages(audit, 5);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await waitForOutboxPublished(db.dataSource);
     messages.push(...(await broker.getAll(audit)));
 
     // Messages without an ordering key carry no order: the relay's workers may publish two rows at once.

@@ -9,7 +9,7 @@ import {
   NoTransactionError,
   PayloadTooLargeError,
 } from '@app/reliable-messaging';
-import { outboxRows, type MessagingDatabase } from './support/messaging-database';
+import { outboxRows, waitForOutboxPublished, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp } from './support/messaging-app';
 import { outboxSetup, type OutboxSetup } from './support/outbox-setup';
 import type { TestBroker } from './support/test-broker';
@@ -57,6 +57,7 @@ describe('outbox: a message commits or rolls back with its transaction', () => {
     return received.map(orderIdOf);
   }
 
+  /** Waits until the orders' messages reached the audit queue and the relay marked their rows published. */
   async function waitForOrders(...orderIds: string[]): Promise<void> {
     await waitFor(
       () => `orders ${orderIds.join(', ')} on the audit queue (saw ${received.map(orderIdOf).join(', ')})`,
@@ -65,6 +66,9 @@ describe('outbox: a message commits or rolls back with its transaction', () => {
         return orderIds.every((id) => seen.includes(id));
       },
       { timeoutMs: 10_000, intervalMs: 20 },
+    );
+    await waitForOutboxPublished(db.dataSource, (row) =>
+      orderIds.some((id) => row.body.includes(`"orderId":"${id}"`)),
     );
   }
 
@@ -185,6 +189,7 @@ describe('outbox: a message commits or rolls back with its transaction', () => {
       async () => (await drain()).filter((id) => id === 'batch').length === 4,
       { timeoutMs: 10_000, intervalMs: 20 },
     );
+    await waitForOrders('batch');
 
     const ids = receipts.map((receipt) => receipt.messageId);
     expect(new Set(ids).size).toBe(4);

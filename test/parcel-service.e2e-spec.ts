@@ -8,7 +8,12 @@ import { ConsumerRegistry } from '@app/reliable-messaging/operations';
 import { LabelBook } from '../apps/parcel-service/src/parcel.controller';
 import { ParcelModule } from '../apps/parcel-service/src/parcel.module';
 import { CapturingLogger } from './support/messaging-app';
-import { createMessagingDatabase, outboxRows, type MessagingDatabase } from './support/messaging-database';
+import {
+  createMessagingDatabase,
+  outboxRows,
+  waitForOutboxPublished,
+  type MessagingDatabase,
+} from './support/messaging-database';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';
 
@@ -65,6 +70,7 @@ describe('the parcel service, a Nest RMQ-transport-style app on the bridge', () 
       { parcelId: 'big-1', carrier: 'freight' },
       { parcelId: 'small-1', carrier: 'post' },
     ]);
+    await waitForOutboxPublished(db.dataSource);
     const rows = await outboxRows(db.dataSource);
     expect(rows.map((row) => [row.type, row.status])).toEqual([
       ['parcel.labelled', 'published'],

@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from '@app/reliable-messaging/typeorm';
 import { createTestDatabase, type TestDatabase } from './test-database';
+import { waitFor } from './wait-for';
 
 /** A spec's own database with the messaging module's migrations applied, and a DataSource on it. */
 export interface MessagingDatabase {
@@ -68,4 +69,19 @@ export async function outboxRows(dataSource: DataSource): Promise<OutboxRowView[
       `attempts, last_error AS "lastError", convert_from(body, 'UTF8') AS body FROM rm_outbox ORDER BY id`,
   );
   return rows;
+}
+
+/**
+ * Waits until every outbox row that `matches` is published. A consumer can see a relayed message before the
+ * broker's confirm reaches the relay, which marks the row after it: wait on this before asserting a status.
+ */
+export async function waitForOutboxPublished(
+  dataSource: DataSource,
+  matches: (row: OutboxRowView) => boolean = () => true,
+): Promise<void> {
+  await waitFor(
+    'the outbox rows marked published',
+    async () => (await outboxRows(dataSource)).filter(matches).every((row) => row.status === 'published'),
+    { timeoutMs: 10_000, intervalMs: 20 },
+  );
 }

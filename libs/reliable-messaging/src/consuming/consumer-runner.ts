@@ -9,7 +9,7 @@ import { fullJitterDelay, sleep } from '../util/backoff';
 import { errorMessage } from '../util/error-text';
 import { consumerTimeoutArguments } from '../flow-control/consumer-timeout';
 import { maxDeadlineMs } from '../flow-control/deadline-limits';
-import type { ConsumerPlan } from './consumer-plan';
+import { isOrdered, type ConsumerPlan } from './consumer-plan';
 import { AckBatcher } from './ack-batcher';
 import { sharedAbortController } from '../util/shared-abort';
 
@@ -58,6 +58,18 @@ export class ConsumerRunner {
   /** Aborted when the drain begins: deliveries held for an outage go back to their queue at once. */
   private readonly draining = sharedAbortController();
   private readonly holdLimitMs: number;
+  /** One message at a time in the queue's (or partition's) order: see `stop()` and `returnBehind`. */
+  private readonly ordered: boolean;
+  /** The last delivery tag the channel delivered, for an ordered consumer's `returnBehind`. */
+  private lastDelivered?: { channel: Channel; tag: number };
+  /**
+   * Set when an ordered consumer's delivery went back to the broker unacknowledged: the deliveries that channel
+   * delivered after it, up to `throughTag`, go back the same way before any of them starts, in delivery order, so
+   * the broker has them again in their queue's order. Requeued ones go to the head of a quorum queue in the order
+   * they are returned (its `x-delivery-limit`, which the module sets, keeps them at the head on RabbitMQ 3.x);
+   * left ones come back in order when the channel closes.
+   */
+  private returnBehind?: { channel: Channel; throughTag: number; how: 'requeued' | 'left' };
 
   constructor(
     readonly definition: ConsumerPlan,
@@ -68,6 +80,7 @@ export class ConsumerRunner {
     private readonly consumerTimeoutMs?: number,
   ) {
     this.slots = pLimit(definition.concurrency);
+    this.ordered = isOrdered(definition);
     this.holdLimitMs =
       consumerTimeoutMs === undefined ? Number.POSITIVE_INFINITY : maxDeadlineMs(consumerTimeoutMs);
   }
@@ -89,6 +102,13 @@ export class ConsumerRunner {
   /**
    * Stops fetching and waits for in-flight handlers up to the deadline, then closes the channel; the broker
    * requeues whatever was not acknowledged by then.
+   *
+   * An ordered consumer keeps its subscription until the channel closes, and starts nothing more meanwhile. On a
+   * single-active-consumer queue the broker activates the next consumer as soon as the active one cancels,
+   * whatever it still holds unacknowledged: another replica would start on the next message of the queue while
+   * this one still runs the message before it, and a message handed back after the cancel would come after the
+   * ones that replica already took. Closing the channel instead returns everything unacknowledged in delivery
+   * order (seen on RabbitMQ 3.10) before the next consumer gets anything.
    */
   async stop(deadline: number): Promise<DrainResult> {
     this.stopping = true;
@@ -96,7 +116,7 @@ export class ConsumerRunner {
     const before = this.completed;
     // In turn with (re)subscriptions: one already under way finishes first and is cancelled here; any later one
     // sees `stopping` and subscribes nothing.
-    const channel = await this.serially(() => this.cancel());
+    const channel = await this.serially(() => (this.ordered ? Promise.resolve(this.channel) : this.cancel()));
     const remaining = Math.max(0, deadline - Date.now());
     // The deadline timer is cancelled once the drain ends, so it cannot hold the process open after shutdown.
     const drained = new AbortController();
@@ -177,6 +197,7 @@ export class ConsumerRunner {
     }
     const acks = this.channel === channel ? this.acks : undefined;
     acks?.track(message);
+    if (this.ordered) this.lastDelivered = { channel, tag: message.fields.deliveryTag };
     const delivery = new InboundDelivery(
       message,
       this.definition,
@@ -190,19 +211,52 @@ export class ConsumerRunner {
       this.inFlight.delete(task);
       this.deliveries.delete(delivery);
     };
-    const task: Promise<void> = this
-      // A delivery released while it waited for a slot (its channel closed) is the broker's again.
-      .slots(() => (delivery.isSettled ? Promise.resolve() : this.handler(delivery)))
-      .then(finished, (error: unknown) => {
-        try {
-          this.logger.error(`${this.definition.name}: pipeline failed: ${errorMessage(error)}`);
-          delivery.nack(true);
-        } finally {
-          finished();
-        }
-      });
+    const task: Promise<void> = this.slots(() =>
+      this.ordered
+        ? this.runOrdered(channel, delivery)
+        : // A delivery released while it waited for a slot (its channel closed) is the broker's again.
+          delivery.isSettled
+          ? Promise.resolve()
+          : this.handler(delivery),
+    ).then(finished, (error: unknown) => {
+      try {
+        this.logger.error(`${this.definition.name}: pipeline failed: ${errorMessage(error)}`);
+        delivery.giveBack();
+      } finally {
+        finished();
+        this.noteReturned(channel, delivery);
+      }
+    });
     this.inFlight.add(task);
     this.deliveries.add(delivery);
+  }
+
+  /**
+   * Runs an ordered consumer's delivery once it has the slot: not once the consumer stops (the channel's close
+   * returns it), and not when one delivered before it went back to the broker (it follows, see `returnBehind`).
+   */
+  private async runOrdered(channel: Channel, delivery: InboundDelivery): Promise<void> {
+    if (delivery.isSettled) return;
+    if (this.stopping) return delivery.release();
+    const behind = this.returnBehind;
+    if (behind?.channel === channel && delivery.raw.fields.deliveryTag <= behind.throughTag) {
+      if (behind.how === 'requeued') delivery.nack(true);
+      else delivery.release();
+      return;
+    }
+    await this.handler(delivery);
+    this.noteReturned(channel, delivery);
+  }
+
+  /** After an ordered consumer's delivery went back to the broker, the ones delivered after it follow it. */
+  private noteReturned(channel: Channel, delivery: InboundDelivery): void {
+    const how = delivery.wentBack;
+    if (!this.ordered || how === undefined) return;
+    if (this.returnBehind?.channel === channel && this.returnBehind.how === 'left') return;
+    const last = this.lastDelivered?.channel === channel ? this.lastDelivered.tag : 0;
+    // A requeued message may come straight back on this channel, after everything delivered so far; one left
+    // unacknowledged holds the queue until the channel closes, so nothing after it may start at all.
+    this.returnBehind = { channel, throughTag: how === 'requeued' ? last : Number.POSITIVE_INFINITY, how };
   }
 
   private onChannelClosed(channel: Channel): void {

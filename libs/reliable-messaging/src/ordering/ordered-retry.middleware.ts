@@ -67,7 +67,7 @@ export function orderedRetryStage(
  *
  * While a handler runs past its deadline, the next attempt waits for it to return, so two handlers of the same
  * queue never overlap. A retry that would hold the delivery past the broker's consumer timeout dead-letters
- * instead; on shutdown the delivery goes back to the head of its queue.
+ * instead; on shutdown the delivery goes back to the head of its queue, and the ones behind it follow.
  */
 export function orderedRetryMiddleware(deps: OrderedRetryDependencies): MessageMiddleware {
   const logger = new Logger('ReliableMessaging');
@@ -114,7 +114,12 @@ async function waitForOverdueHandlers(deps: OrderedRetryDependencies): Promise<v
   while (deps.overdueCount() > 0 && !deps.stopping.aborted) await sleep(OVERDUE_POLL_MS, deps.stopping);
 }
 
+/**
+ * Leaves the delivery unacknowledged for the channel's close to return at shutdown. A requeue now would hand it
+ * straight back to this consumer, which still holds the queue until its channel closes (ConsumerRunner.stop); the
+ * runner starts nothing delivered after it, so the close returns all of them in their order.
+ */
 function handBack(delivery: InboundDelivery, logger: Logger, what: string): void {
   logger.warn(`${what}: the message goes back to the head of its queue`);
-  delivery.nack(true);
+  delivery.release();
 }

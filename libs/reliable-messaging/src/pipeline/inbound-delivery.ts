@@ -1,7 +1,7 @@
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { EntityManager } from 'typeorm';
 import type { Envelope } from '../envelope/envelope';
-import type { ConsumerPlan } from '../consuming/consumer-plan';
+import { isOrdered, type ConsumerPlan } from '../consuming/consumer-plan';
 import type { HandlerDeadline } from '../flow-control/handler-deadline';
 import type { AckBatcher } from '../consuming/ack-batcher';
 import { DeliveryContext, type AttemptAbort } from './delivery-context';
@@ -33,6 +33,8 @@ export class InboundDelivery {
   /** Past this instant (epoch ms) the delivery must be settled before the broker's consumer timeout. */
   readonly holdUntil: number;
   private settled = false;
+  /** How the delivery went back to the broker unacknowledged, if it did (see `wentBack`). */
+  private returned?: 'requeued' | 'left';
 
   constructor(
     readonly raw: ConsumeMessage,
@@ -78,9 +80,11 @@ export class InboundDelivery {
 
   /** Negatively acknowledges once; with `requeue` the broker delivers it again. */
   nack(requeue: boolean): boolean {
-    return this.settle(() =>
+    const sent = this.settle(() =>
       this.acks ? this.acks.nack(this.raw, requeue) : this.channel.nack(this.raw, false, requeue),
     );
+    if (sent && requeue) this.returned = 'requeued';
+    return sent;
   }
 
   /**
@@ -88,7 +92,26 @@ export class InboundDelivery {
    * and the broker requeues it. From here on nothing acts on it: no ack, no retry, no dead letter.
    */
   release(): void {
+    if (!this.settled) this.returned = 'left';
     this.settled = true;
+  }
+
+  /**
+   * Gives the delivery back to the broker unacknowledged: at once (basic.nack with requeue), or, for an ordered
+   * consumer that is stopping, left for its channel's close to return. That consumer keeps its subscription until
+   * the channel closes (see ConsumerRunner.stop), so a requeued message would only come straight back to it.
+   */
+  giveBack(): void {
+    if (this.stopping.aborted && isOrdered(this.consumer)) this.release();
+    else this.nack(true);
+  }
+
+  /**
+   * How the delivery went back to the broker without an ack, if it did: requeued at once, or left unsettled for
+   * its channel's close to return. An ordered consumer returns the deliveries it holds behind it the same way.
+   */
+  get wentBack(): 'requeued' | 'left' | undefined {
+    return this.returned;
   }
 
   /**

@@ -67,7 +67,8 @@ export class FailureHandler {
    * Gives a delivery the module held (through a database outage, or when shutdown interrupts the wait) back to
    * its queue without costing it an attempt or a redelivery: as a fresh copy with its counters unchanged
    * (RetryScheduler.returnToQueue), acknowledged once the copy is confirmed. An ordered consumer's delivery is
-   * requeued in place instead, since a copy at the tail would let later messages of its key pass it.
+   * given back unacknowledged instead (`giveBack`), since a copy at the tail would let later messages of its key
+   * pass it; the ones its consumer holds behind it follow it (ConsumerRunner).
    */
   async returnToQueue(delivery: InboundDelivery, why: string): Promise<void> {
     if (delivery.isSettled) return;
@@ -75,7 +76,7 @@ export class FailureHandler {
       delivery.envelope?.messageId ?? (delivery.raw.properties.messageId as string | undefined) ?? '?';
     if (isOrdered(delivery.consumer)) {
       this.logger.warn(`${delivery.consumer.name}: ${why}; message ${id} goes back to the head of its queue`);
-      delivery.nack(true);
+      delivery.giveBack();
       return;
     }
     this.logger.warn(`${delivery.consumer.name}: ${why}; message ${id} goes back to its queue`);

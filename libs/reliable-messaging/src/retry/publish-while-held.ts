@@ -30,7 +30,7 @@ export async function publishWhileHeld(
       const cause = errorMessage(error);
       if (delivery.stopping.aborted || Date.now() >= delivery.holdUntil) {
         logger.error(`${what} failed (${cause}); giving the message back to the broker unacknowledged`);
-        delivery.nack(true);
+        delivery.giveBack();
         return false;
       }
       const delay = Math.min(
