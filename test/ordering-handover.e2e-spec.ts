@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { IsInt } from 'class-validator';
 import { Consume, MessageType, type MessageContext } from '@app/reliable-messaging';
-import { MessagingTestApp, queueCounts, uniqueQueue } from './support/messaging-app';
+import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';
 
@@ -94,19 +94,15 @@ describe('ordering: a graceful stop hands the queue over in order', () => {
     await broker?.close();
   });
 
-  /** Two replicas of one app; the first holds both queues. `close()` may be called twice. */
+  /**
+   * Two replicas of one app; the first holds both queues. Each is subscribed once it has started (the broker
+   * answers consume-ok once the queue has the consumer), so the second waits behind the first.
+   */
   async function replicas(): Promise<[MessagingTestApp, MessagingTestApp]> {
     const first = closesOnce(await MessagingTestApp.start(broker, { providers: [Steps] }));
     first.get(Steps).replica = 'first';
-    await waitFor('the first replica subscribed', async () => (await queueCounts(SLOW_QUEUE)).consumers >= 1);
     const second = closesOnce(await MessagingTestApp.start(broker, { providers: [Steps] }));
     second.get(Steps).replica = 'second';
-    // NOTE: a quorum queue reports its consumer count with a lag.
-    await waitFor(
-      'both replicas subscribed to both queues',
-      async () =>
-        (await queueCounts(SLOW_QUEUE)).consumers === 2 && (await queueCounts(FAILING_QUEUE)).consumers === 2,
-    );
     return [first, second];
   }
 
@@ -141,10 +137,10 @@ describe('ordering: a graceful stop hands the queue over in order', () => {
       for (const seq of [1, 2, 3]) await first.publisher.publish(failing(seq));
       await first.get(Steps).holding;
       // Steps 2 and 3 are fetched (prefetch 3) while step 1 waits 20 s for its next attempt.
-      await waitFor('steps 2 and 3 fetched by the first replica', async () => {
-        const counts = await queueCounts(FAILING_QUEUE);
-        return counts.ready === 0 && counts.unacked === 3;
-      });
+      await waitFor(
+        'steps 2 and 3 fetched by the first replica',
+        async () => (await broker.checkQueue(FAILING_QUEUE)).messageCount === 0,
+      );
 
       await first.close();
       await waitFor('the second replica handled all three steps', () =>

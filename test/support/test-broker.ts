@@ -119,9 +119,16 @@ export class TestBroker {
 
   /** The number of ready messages in `queue` (not counting unacknowledged ones). */
   async queueDepth(queue: string): Promise<number> {
+    return (await this.checkQueue(queue)).messageCount;
+  }
+
+  /**
+   * The queue's ready messages and consumers, over AMQP (`queue.declare` passive): milliseconds, where
+   * `queueCounts()`'s `rabbitmqctl` takes a second or more. A quorum queue reports consumers with a lag.
+   */
+  async checkQueue(queue: string): Promise<{ messageCount: number; consumerCount: number }> {
     const channel = await this.openChannel();
-    const { messageCount } = await channel.checkQueue(queue);
-    return messageCount;
+    return channel.checkQueue(queue);
   }
 
   /**
