@@ -11,6 +11,9 @@ module.exports = {
   // End-to-end specs share one broker and one PostgreSQL server and start child apps: run suites one at a time.
   maxWorkers: 1,
   testTimeout: 60_000,
+  // Deletes the rm-e2e-… queues and exchanges specs left behind, before and after the run.
+  globalSetup: '<rootDir>/test/support/sweep-broker.mjs',
+  globalTeardown: '<rootDir>/test/support/sweep-broker.mjs',
   reporters: ['default', '<rootDir>/test/support/closing-line.reporter.cjs'],
   moduleNameMapper: {
     '^@app/reliable-messaging$': '<rootDir>/libs/reliable-messaging/src',

@@ -90,6 +90,6 @@ describe('inbox: a consumer killed between its commit and its ack', () => {
     ]);
     expect(await count('SELECT count(*)::int AS n FROM rm_inbox')).toBe(1);
     expect(await outboxRows(db.dataSource)).toHaveLength(1);
-    expect((await queueCounts(`${queue}.dlq`)).ready).toBe(0);
+    expect(await broker.queueDepth(`${queue}.dlq`)).toBe(0);
   });
 });

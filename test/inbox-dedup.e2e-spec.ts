@@ -124,7 +124,7 @@ describe('inbox: a message applies its effect once', () => {
     expect((await outboxRows(db.dataSource)).map((row) => [row.type, row.body])).toEqual([
       ['shop.order-paid', '{"orderId":"o-1"}'],
     ]);
-    expect((await queueCounts(`${PAYMENTS}.dlq`)).ready).toBe(0);
+    expect(await broker.queueDepth(`${PAYMENTS}.dlq`)).toBe(0);
   });
 
   it('handles every copy in a consumer that declares dedup off, without a transaction', async () => {

@@ -94,6 +94,6 @@ describe('a retry the broker will not take yet: the delivery is held, not requeu
       { attempt: 1, redelivered: false, redeliveries: undefined },
       { attempt: 2, redelivered: false, redeliveries: undefined },
     ]);
-    expect((await queueCounts(`${QUEUE}.dlq`)).ready).toBe(0);
+    expect(await broker.queueDepth(`${QUEUE}.dlq`)).toBe(0);
   });
 });

@@ -8,7 +8,7 @@ import {
   ReliableMessagingModule,
   type ReliableMessagingModuleOptions,
 } from '@app/reliable-messaging';
-import { ConsumerRegistry } from '@app/reliable-messaging/operations';
+import { ConsumerRegistry, delayLevelNames, deliverExchangeName } from '@app/reliable-messaging/operations';
 import type { TestBroker } from './test-broker';
 
 const run = promisify(execFile);
@@ -118,14 +118,22 @@ export class MessagingTestApp {
       connectionName: `${broker.prefix}.app-${randomBytes(2).toString('hex')}`,
       ...setup.options,
     };
-    broker.track(options.exchange as string, options.deadLetterExchange ?? `${options.exchange}.dead-letter`);
+    const exchange = options.exchange as string;
+    broker.track(
+      exchange,
+      options.deadLetterExchange ?? `${exchange}.dead-letter`,
+      ...delayLevelNames(exchange),
+      deliverExchangeName(exchange),
+    );
 
     @Module({ imports: [ReliableMessagingModule.forRoot(options)], providers: setup.providers ?? [] })
     class SpecAppModule {}
 
     const app = await NestFactory.createApplicationContext(SpecAppModule, { logger, abortOnError: false });
-    for (const consumer of app.get(ConsumerRegistry).consumers)
+    for (const consumer of app.get(ConsumerRegistry).consumers) {
       broker.track(consumer.queue, consumer.deadLetterQueue);
+      if (consumer.ordering.mode === 'key') broker.track(consumer.ordering.hashExchange);
+    }
     return { app, connectionName: options.connectionName as string };
   }
 
