@@ -5,6 +5,7 @@ import { errorMessage } from '../util/error-text';
 import { CLAIM_CHECK_TABLE } from './claim-check-body.entity';
 import {
   BODY_ID,
+  createdAtOfId,
   type ClaimCheckBodyInfo,
   type ClaimCheckStore,
   type ClaimCheckStoreStats,
@@ -40,8 +41,8 @@ export class PostgresClaimCheckStore implements ClaimCheckStore {
   ): Promise<void> {
     await this.run(manager ?? this.dataSource.manager, (target) =>
       target.query(
-        `INSERT INTO "${CLAIM_CHECK_TABLE}" (id, body, message_type, expires_at) VALUES ($1, $2, $3, $4)`,
-        [location, body, info.messageType, info.expiresAt],
+        `INSERT INTO "${CLAIM_CHECK_TABLE}" (id, body, message_type, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+        [location, body, info.messageType, createdAtOfId(info.id), info.expiresAt],
       ),
     );
   }
@@ -62,12 +63,13 @@ export class PostgresClaimCheckStore implements ClaimCheckStore {
   }
 
   async deleteExpired(limit: number, now = new Date()): Promise<number> {
-    const rows = await this.dataSource.query<Array<{ id: string }>>(
-      `DELETE FROM "${CLAIM_CHECK_TABLE}" WHERE id IN ` +
-        `(SELECT id FROM "${CLAIM_CHECK_TABLE}" WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2) RETURNING id`,
+    // NOTE: TypeORM's postgres driver answers a DELETE with [rows, affected count].
+    const [, count] = await this.dataSource.query<[unknown, number]>(
+      `DELETE FROM "${CLAIM_CHECK_TABLE}" WHERE id = ANY(ARRAY(SELECT id FROM "${CLAIM_CHECK_TABLE}" ` +
+        `WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
       [now, limit],
     );
-    return rows.length;
+    return count;
   }
 
   async stats(): Promise<ClaimCheckStoreStats> {
