@@ -48,9 +48,14 @@ describe('the demo (npm run demo)', () => {
     const exit = await demo.waitForExit(60_000);
 
     expect({ exit, output: demo.lines.slice(-20) }).toMatchObject({ exit: { code: 0 } });
-    // 40 through the API, and the order the poison message was meant for.
+    // 40 through the API, the one with a large note, and the order the poison message was meant for.
     expect(demo.stdout).toContain(
-      'OK: all 41 orders were paid, shipped and sent a receipt, and the 6 bad message(s) were dead-lettered with the expected reasons; 3 scenario check(s) held.',
+      'OK: all 42 orders were paid, shipped and sent a receipt, and the 6 bad message(s) were dead-lettered with the expected reasons; 4 scenario check(s) held.',
+    );
+    // The note's JSON (24000 characters and its quotes) in the store; OrderPlaced without it on the wire.
+    const claimCheck = demo.stdout.find((line) => line.startsWith('  claim check'));
+    expect(claimCheck).toMatch(
+      /^ {2}claim check +a 24000-character note kept in rm_claim_check \(24002 B\), \d{3} B of OrderPlaced on the wire$/,
     );
     expect(demo.stdout).toContainEqual(
       expect.stringMatching(
@@ -61,7 +66,7 @@ describe('the demo (npm run demo)', () => {
     const [, failed, retried] = /(\d+) receipt attempts failed, (\d+) retried/.exec(transient ?? '') ?? [];
     expect(Number(failed)).toBeGreaterThan(0);
     expect(retried).toBe(failed);
-    expect(transient).toMatch(/; 41\/41 receipts sent, 0 in receipt\.order-paid\.dlq$/);
+    expect(transient).toMatch(/; 42\/42 receipts sent, 0 in receipt\.order-paid\.dlq$/);
     expect(demo.stdout).toContain(
       '  poison message       dead-lettered as attempts-exhausted after 8 attempts (OrderNotFoundError); order id fixed and replayed, audit edit-replay completed; handled once, order shipped, receipt sent',
     );

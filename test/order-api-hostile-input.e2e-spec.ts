@@ -116,10 +116,10 @@ const HOSTILE: Array<[string, HostileRequest, number, RegExp]> = [
     /^customerId must be at most 100/,
   ],
   [
-    'a body over 100 kB',
-    { body: order({ customerId: 'x'.repeat(200_000) }) },
+    'a body over 512 kB',
+    { body: order({ customerId: 'x'.repeat(600_000) }) },
     413,
-    /^body must be at most 102400 bytes$/,
+    /^body must be at most 524288 bytes$/,
   ],
   // Depth and size, limited before class-transformer recurses into them
   [

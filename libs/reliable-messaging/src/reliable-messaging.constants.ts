@@ -28,6 +28,14 @@ export const HEADERS = {
   originalRoutingKey: 'rm-original-routing-key',
   /** The queue a delayed retry goes back to (the retry deliver exchange routes on it). */
   retryQueue: 'rm-retry-queue',
+  /** The claim check's reference to the body kept in its store; the wire body is then empty (or lacks the field). */
+  claimCheck: 'rm-claim-check',
+  /** The stored body's size in bytes. */
+  claimCheckBytes: 'rm-claim-check-bytes',
+  /** The stored body's SHA-256, lower-case hex; checked before the body is decoded. */
+  claimCheckSha256: 'rm-claim-check-sha256',
+  /** Set when one property was stored rather than the whole body: its name. */
+  claimCheckField: 'rm-claim-check-field',
   traceparent: 'traceparent',
   tracestate: 'tracestate',
 } as const;

@@ -58,6 +58,9 @@ import { OrderedRetry } from './ordering/ordered-retry.service';
 import { OrderingTopology } from './ordering/ordering-topology.service';
 import { VersionGuard } from './ordering/version-guard.service';
 import { ReliableMessagingClient } from './microservices/reliable-messaging.client';
+import { ClaimCheckReader } from './claim-check/claim-check-reader.service';
+import { ClaimCheckWriter } from './claim-check/claim-check-writer.service';
+import { ClaimCheckPruner } from './claim-check/claim-check-pruner.service';
 import { ReliableMessagingTransport } from './microservices/reliable-messaging.transport';
 
 /**
@@ -124,6 +127,9 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
     VersionGuard,
     ReliableMessagingTransport,
     ReliableMessagingClient,
+    ClaimCheckReader,
+    ClaimCheckWriter,
+    ClaimCheckPruner,
   ],
   exports: [
     MessagePublisher,
@@ -143,6 +149,7 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
     ReliableMessagingTransport,
     ReliableMessagingClient,
     TransactionContext,
+    ClaimCheckPruner,
     RESOLVED_MESSAGING_OPTIONS,
   ],
 })

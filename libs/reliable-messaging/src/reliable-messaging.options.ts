@@ -12,6 +12,11 @@ import {
   type ResolvedOutboxOptions,
 } from './outbox/outbox.options';
 import { resolveInboxOptions, type InboxOptions, type ResolvedInboxOptions } from './inbox/inbox.options';
+import {
+  resolveClaimCheckOptions,
+  type ClaimCheckOptions,
+  type ResolvedClaimCheckOptions,
+} from './claim-check/claim-check.options';
 
 /** The type of a queue this module declares. Quorum queues are replicated and the default. */
 export type QueueType = 'quorum' | 'classic';
@@ -44,7 +49,10 @@ export interface ReliableMessagingModuleOptions {
   defaultConcurrency?: number;
   /** Unacknowledged deliveries the broker sends a consumer ahead; defaults to its concurrency. */
   defaultPrefetch?: number;
-  /** Largest message body accepted on consume and publish, in bytes. Default: 262144 (256 KiB). */
+  /**
+   * Largest message body accepted on consume and publish, in bytes: what goes on the wire, a claim check's
+   * reference message included (its stored body has its own limit, `claimCheck.maxBodyBytes`). Default: 262144 (256 KiB).
+   */
   maxPayloadBytes?: number;
   /** How long a publish waits for the broker's confirm before failing. Default: 10000 ms. */
   publishConfirmTimeoutMs?: number;
@@ -70,6 +78,12 @@ export interface ReliableMessagingModuleOptions {
   outbox?: OutboxOptions;
   /** The inbox that deduplicates deliveries (used with `dataSource`, or in memory for tests). Defaults: see InboxOptions. */
   inbox?: InboxOptions;
+  /**
+   * The claim check: bodies above a threshold go to a store and the message carries a reference
+   * (docs/claim-check.md). Default: no module-wide threshold; classes with `@MessageType({ claimCheck })` use the
+   * `dataSource`'s `rm_claim_check` table.
+   */
+  claimCheck?: ClaimCheckOptions;
   /** Whether to consume at all (a publish-only process, or the relay run on its own, sets false). Default: true. */
   consumersEnabled?: boolean;
   /** Graceful shutdown's deadline: keep it below Kubernetes' terminationGracePeriodSeconds. Default: 25000 ms. */
@@ -129,6 +143,7 @@ export interface ResolvedMessagingOptions {
   dataSource?: DataSource;
   outbox: ResolvedOutboxOptions;
   inbox: ResolvedInboxOptions;
+  claimCheck: ResolvedClaimCheckOptions;
   consumersEnabled: boolean;
   shutdownTimeoutMs: number;
   defaultDeadlineMs: number;
@@ -194,6 +209,11 @@ export function resolveOptions(options: ReliableMessagingModuleOptions): Resolve
     dataSource: options.dataSource,
     outbox: resolveOutboxOptions(options.outbox),
     inbox: resolveInboxOptions(options.inbox),
+    claimCheck: resolveClaimCheckOptions(
+      options.claimCheck,
+      options.dataSource,
+      resolveRetryOptions(options.retry),
+    ),
     consumersEnabled: options.consumersEnabled ?? true,
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS,
     defaultDeadlineMs: options.defaultDeadlineMs ?? DEFAULT_DEADLINE_MS,

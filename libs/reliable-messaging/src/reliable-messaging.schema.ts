@@ -1,3 +1,5 @@
+import { ClaimCheckBodyEntity } from './claim-check/claim-check-body.entity';
+import { CreateClaimCheck1767225600005 } from './claim-check/create-claim-check.migration';
 import { CreateDeadLetterAudit1767225600003 } from './dead-letter-admin/create-dead-letter-audit.migration';
 import { DeadLetterAuditEntity } from './dead-letter-admin/dead-letter-audit.entity';
 import { CreateInbox1767225600001 } from './inbox/create-inbox.migration';
@@ -8,7 +10,7 @@ import { CreateOutbox1767225600000 } from './outbox/create-outbox.migration';
 import { OutboxMessageEntity } from './outbox/outbox-message.entity';
 
 /**
- * The module's TypeORM entities (outbox, inbox, dead-letter audit, HTTP idempotency keys): add them to the
+ * The module's TypeORM entities (outbox, inbox, dead-letter audit, HTTP idempotency keys, claim-check bodies): add them to the
  * DataSource's `entities`.
  */
 export const RELIABLE_MESSAGING_ENTITIES = [
@@ -16,6 +18,7 @@ export const RELIABLE_MESSAGING_ENTITIES = [
   InboxMessageEntity,
   DeadLetterAuditEntity,
   IdempotencyKeyEntity,
+  ClaimCheckBodyEntity,
 ];
 
 /**
@@ -27,4 +30,5 @@ export const RELIABLE_MESSAGING_MIGRATIONS = [
   CreateInbox1767225600001,
   CreateDeadLetterAudit1767225600003,
   CreateIdempotencyKeys1767225600004,
+  CreateClaimCheck1767225600005,
 ];

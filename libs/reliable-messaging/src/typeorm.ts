@@ -22,6 +22,10 @@ export { CreateDeadLetterAudit1767225600003 } from './dead-letter-admin/create-d
 export { IdempotencyKeyEntity } from './idempotency/idempotency-key.entity';
 export { CreateIdempotencyKeys1767225600004 } from './idempotency/create-idempotency-keys.migration';
 
+/** The claim check's PostgreSQL store: one row per body kept out of the broker, and its migration. */
+export { ClaimCheckBodyEntity } from './claim-check/claim-check-body.entity';
+export { CreateClaimCheck1767225600005 } from './claim-check/create-claim-check.migration';
+
 /**
  * Whether an error says the database cannot serve right now (connection lost or refused, server restarting,
  * backend terminated, no connection to spare) rather than that the query was wrong: an HTTP layer answers 503

@@ -9,6 +9,7 @@ import { DemoLedger } from './demo-ledger';
 import { DuplicateDeliveriesStep } from './duplicate-deliveries.step';
 import { buildReport } from './demo-report';
 import type { DemoContext, DemoStep } from './demo-step';
+import { LargeNoteStep } from './large-note.step';
 import { MalformedMessagesStep } from './malformed-messages.step';
 import { OrderApiClient } from './order-api.client';
 import { describeExit, OrderServiceProcess } from './order-service-process';
@@ -77,6 +78,7 @@ function parseOptions(argv: string[]): DemoOptions {
 function demoSteps(options: DemoOptions): DemoStep[] {
   return [
     new PlaceOrdersStep(options.orders, options.concurrency),
+    new LargeNoteStep(),
     new MalformedMessagesStep(),
     new DuplicateDeliveriesStep(Math.min(10, options.orders)),
     new TransientFailuresStep(options.receiptFailureRate),

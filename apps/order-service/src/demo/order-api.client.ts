@@ -4,6 +4,7 @@ import type { OrderStats, OrderView } from '../orders/order-view';
 export interface PlaceOrderBody {
   customerId: string;
   items: Array<{ sku: string; quantity: number; unitPrice: number }>;
+  note?: string;
 }
 
 /** The order service's HTTP API, as the demo uses it. */

@@ -9,10 +9,10 @@ import {
 import { parseUntrustedJson, UntrustedJsonError, type JsonLimits } from '@app/reliable-messaging/safe-json';
 
 /**
- * The largest body taken, in bytes. The largest valid order (100 lines of 64-character SKUs, every character
- * written as a 12-byte `\ud83d\ude00` escape pair) is about 83 kB.
+ * The largest body taken, in bytes. The largest valid order (100 lines of 64-character SKUs and a note of 32768
+ * code points, every character written as a 12-byte `\ud83d\ude00` escape pair) is about 480 kB.
  */
-export const JSON_BODY_LIMIT_BYTES = 100 * 1024;
+export const JSON_BODY_LIMIT_BYTES = 512 * 1024;
 
 /**
  * Limits on a body's shape, checked before class-transformer builds the DTO. The deepest valid body has 3 levels

@@ -55,6 +55,7 @@ export class OrdersService {
         totalCents: order.totalCents,
         itemCount: items.length,
         placedAt: order.createdAt.toISOString(),
+        note: dto.note,
       }),
     );
     return order;

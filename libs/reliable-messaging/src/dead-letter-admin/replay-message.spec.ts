@@ -98,6 +98,32 @@ describe('readDeadLetter and replayMessage', () => {
     expect(replayMessage(deadLetter, new Date()).properties.headers['x-death']).toBeUndefined();
   });
 
+  it.each([
+    ['a replay keeps', undefined, true],
+    ['an edited replay drops', Buffer.from('{"orderId":"o-1","note":"edited"}'), false],
+  ])("%s a claim check's reference, size and digest", (_case, body, kept) => {
+    const claimCheck = {
+      [HEADERS.claimCheck]: 'postgres:01890000-0000-7000-8000-000000000000',
+      [HEADERS.claimCheckBytes]: 12,
+      [HEADERS.claimCheckSha256]: 'a'.repeat(64),
+      [HEADERS.claimCheckField]: 'note',
+    };
+    const deadLetter = readDeadLetter(
+      {
+        content: Buffer.from('{"orderId":"o-1"}'),
+        properties: {
+          ...properties,
+          headers: { ...claimCheck, [DEAD_LETTER_HEADERS.queue]: 'billing', [DEAD_LETTER_HEADERS.count]: 1 },
+        },
+      } as never,
+      'billing.dlq',
+    );
+    const headers = replayMessage(deadLetter, new Date(), body).properties.headers;
+    for (const [name, value] of Object.entries(claimCheck)) {
+      expect(headers[name]).toEqual(kept ? value : undefined);
+    }
+  });
+
   it('falls back to the dead-letter queue name for a message with no record of its queue', () => {
     expect(
       readDeadLetter({ content: Buffer.from('x'), properties: { headers: {} } } as never, 'billing.dlq'),

@@ -1,5 +1,6 @@
 import type { Type } from '@nestjs/common';
 import { MESSAGE_TYPE_METADATA } from '../reliable-messaging.constants';
+import type { MessageClaimCheck } from '../claim-check/claim-check.options';
 
 /** How a message class is named on the wire and how its business keys are derived. */
 export interface MessageTypeOptions<T = unknown> {
@@ -11,6 +12,11 @@ export interface MessageTypeOptions<T = unknown> {
   idempotencyKey?: (message: T) => string;
   /** Messages with the same ordering key are relayed and, with ordered consumers, handled in order. Default: none. */
   orderingKey?: (message: T) => string;
+  /**
+   * Sends large bodies, or one large property, through the module's claim-check store: the message carries a
+   * reference, its size and SHA-256, and consumers get the full payload back (docs/claim-check.md). Default: none.
+   */
+  claimCheck?: MessageClaimCheck;
 }
 
 /** A message definition with its version parsed. */
@@ -21,7 +27,11 @@ export interface MessageDefinition<T = unknown> extends Required<
   major: number;
   idempotencyKey?: (message: T) => string;
   orderingKey?: (message: T) => string;
+  claimCheck?: MessageClaimCheck;
 }
+
+/** A property name a claim check may store apart: an identifier, never one that reaches a prototype. */
+export const CLAIM_CHECK_FIELD = /^(?!(?:__proto__|constructor|prototype)$)[A-Za-z_$][\w$]{0,127}$/;
 
 const VERSION_PATTERN = /^(\d{1,4})\.(\d{1,4})$/;
 
@@ -45,6 +55,20 @@ export function MessageType<T>(options: MessageTypeOptions<T>): ClassDecorator {
   if (!parsed) {
     throw new Error(`@MessageType('${options.type}'): version must look like '1.0', got '${version}'`);
   }
+  const { claimCheck } = options;
+  if (claimCheck !== undefined) {
+    const { thresholdBytes, field } = claimCheck;
+    if (!Number.isInteger(thresholdBytes) || thresholdBytes < 0) {
+      throw new Error(
+        `@MessageType('${options.type}'): claimCheck.thresholdBytes must be a whole number of bytes, 0 or more`,
+      );
+    }
+    if (field !== undefined && !CLAIM_CHECK_FIELD.test(field)) {
+      throw new Error(
+        `@MessageType('${options.type}'): claimCheck.field must name a property, got '${field}'`,
+      );
+    }
+  }
   return (target) => {
     const definition: MessageDefinition<T> = {
       target: target as unknown as Type<T>,
@@ -53,6 +77,7 @@ export function MessageType<T>(options: MessageTypeOptions<T>): ClassDecorator {
       major: parsed.major,
       idempotencyKey: options.idempotencyKey,
       orderingKey: options.orderingKey,
+      claimCheck: claimCheck ? { ...claimCheck } : undefined,
     };
     Reflect.defineMetadata(MESSAGE_TYPE_METADATA, definition, target);
   };

@@ -10,6 +10,7 @@ import { ConfigurationError } from '../errors/configuration.error';
 import { MessageContextStorage } from '../context/message-context.storage';
 import type { PublishOptions, RawMessage } from '../publishing/publish-options';
 import { injectCreationContext } from '../tracing/messaging-tracer';
+import { ClaimCheckWriter } from '../claim-check/claim-check-writer.service';
 import type { OutboundMessage } from './envelope';
 
 const RESERVED_HEADER_PREFIX = 'rm-';
@@ -22,6 +23,7 @@ export class EnvelopeFactory {
   constructor(
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly contextStorage: MessageContextStorage,
+    private readonly claimChecks: ClaimCheckWriter,
   ) {}
 
   /**
@@ -30,7 +32,7 @@ export class EnvelopeFactory {
    */
   create(message: object, options: PublishOptions = {}, keyFallback?: 'message-id'): OutboundMessage {
     const messageId = uuidv7();
-    const { type, version, payload, idempotencyKey, orderingKey } = this.describe(
+    const { type, version, payload, idempotencyKey, orderingKey, claimCheck } = this.describe(
       message,
       options,
       keyFallback === 'message-id' ? messageId : undefined,
@@ -55,7 +57,13 @@ export class EnvelopeFactory {
     // key of its own gets its id: ordered only with itself, spread evenly over the partitions.
     headers[HEADERS.orderingKey] = orderingKey ?? messageId;
 
-    const body = Buffer.from(JSON.stringify(payload), 'utf8');
+    const { wire: body, claimCheck: stored } = this.claimChecks.offload(
+      type,
+      claimCheck,
+      payload,
+      Buffer.from(JSON.stringify(payload), 'utf8'),
+      headers,
+    );
     if (body.length > this.options.maxPayloadBytes) {
       throw new PayloadTooLargeError(
         `message '${type}' is ${body.length} bytes, above the limit of ${this.options.maxPayloadBytes} (maxPayloadBytes)`,
@@ -70,6 +78,7 @@ export class EnvelopeFactory {
       routingKey,
       body,
       orderingKey,
+      claimCheck: stored,
       properties: {
         messageId,
         type,
@@ -101,6 +110,7 @@ export class EnvelopeFactory {
           definition.type,
           options.orderingKey ?? definition.orderingKey?.(message),
         ),
+        claimCheck: definition.claimCheck,
       };
     }
     const raw = message as Partial<RawMessage>;
@@ -119,6 +129,7 @@ export class EnvelopeFactory {
       payload: raw.payload,
       idempotencyKey: requireKey(raw.type, options.idempotencyKey ?? raw.idempotencyKey ?? fallbackKey),
       orderingKey: optionalOrderingKey(raw.type, options.orderingKey ?? raw.orderingKey),
+      claimCheck: undefined,
     };
   }
 }

@@ -39,6 +39,15 @@ export interface OutboundMessage {
    * `rm-ordering-key` header carries the message id instead when it has none, which orders it with nothing else.
    */
   orderingKey?: string;
+  /** The body the claim check keeps in its store, until the publisher has written it there; never on the wire. */
+  claimCheck?: PendingClaimCheck;
+}
+
+/** A body on its way to the claim-check store: where it goes and what it is. */
+export interface PendingClaimCheck {
+  location: string;
+  body: Buffer;
+  info: { id: string; expiresAt: Date; messageType: string };
 }
 
 /** The AMQP properties of an outgoing message; this module's own messages set every one. */

@@ -11,7 +11,12 @@ export type InvalidMessageReason =
   | 'invalid-header'
   | 'unsupported-schema-version'
   | 'unknown-message-type'
-  | 'validation-failed';
+  | 'validation-failed'
+  | 'claim-check-missing'
+  | 'claim-check-corrupt'
+  | 'claim-check-forged'
+  | 'claim-check-too-large'
+  | 'claim-check-unsupported';
 
 /** An incoming message that can never be handled as it is: it is dead-lettered at once, never retried. */
 export class InvalidMessageError extends NonRetryableError {

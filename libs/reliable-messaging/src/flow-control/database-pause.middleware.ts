@@ -93,7 +93,7 @@ export function databasePauseStage(
 }
 
 /** Aborts when a hold must end: the consumer drains, or the broker's consumer timeout comes near. */
-function holdSignal(delivery: InboundDelivery): AbortSignal {
+export function holdSignal(delivery: InboundDelivery): AbortSignal {
   const holdFor = delivery.holdUntil - Date.now();
   return Number.isFinite(holdFor)
     ? AbortSignal.any([delivery.stopping, AbortSignal.timeout(Math.max(0, holdFor))])

@@ -95,6 +95,7 @@ function lifecycleWith({
     { start: step('start commit signal'), stop: step('stop commit signal') } as never,
     { start: step('start outbox pruner'), stop: step('stop outbox pruner') } as never,
     { enabled: dedups, start: step('start inbox pruner'), stop: step('stop inbox pruner') } as never,
+    { enabled: false, start: () => undefined, stop: async () => undefined } as never,
     { stopWaiting: step('stop ordered retry waits') } as never,
     { stop: step('stop database probe') } as never,
     { unregister: step('unregister metrics') } as never,

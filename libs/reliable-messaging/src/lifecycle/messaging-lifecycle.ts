@@ -17,6 +17,7 @@ import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { DatabaseAvailability } from '../database/database-availability.service';
 import { poolCapacityWarning } from '../flow-control/pool-capacity';
 import { InboxPruner } from '../inbox/inbox-pruner.service';
+import { ClaimCheckPruner } from '../claim-check/claim-check-pruner.service';
 import { MessagingMetrics } from '../metrics/messaging-metrics.service';
 import { OrderedRetry } from '../ordering/ordered-retry.service';
 import { OutboxCommitSignal } from '../outbox/outbox-commit-signal.service';
@@ -41,7 +42,7 @@ const PAST_DEADLINE_GRACE_MS = 1000;
  * 3. the publisher connection connects and opens the confirm channel that retries, dead letters, the relay and
  *    MessagePublisher publish on;
  * 4. the outbox relay and the outbox pruner start where this process relays, the inbox pruner where a consumer
- *    deduplicates;
+ *    deduplicates, the claim-check pruner where there is a claim-check store;
  * 5. the consumers subscribe, last, so a delivery that fails at once can already publish its retry.
  * When a step fails, what started stops again and the error fails the app's start.
  *
@@ -60,7 +61,7 @@ const PAST_DEADLINE_GRACE_MS = 1000;
  *    channels close (the log says how many);
  * 4. the database probe stops;
  * 5. the outbox relay finishes its batch and its confirms;
- * 6. the outbox and inbox pruners stop after the statement in progress;
+ * 6. the outbox, inbox and claim-check pruners stop after the statement in progress;
  * 7. the commit signal unsubscribes from the DataSource, after its last NOTIFY;
  * 8. both connections close, and with them the publisher channel; a publish still waiting for a blocked
  *    connection to be unblocked fails;
@@ -89,6 +90,7 @@ export class MessagingLifecycle
     private readonly commitSignal: OutboxCommitSignal,
     private readonly outboxPruner: OutboxPruner,
     private readonly inboxPruner: InboxPruner,
+    private readonly claimCheckPruner: ClaimCheckPruner,
     private readonly orderedRetry: OrderedRetry,
     private readonly database: DatabaseAvailability,
     private readonly metrics: MessagingMetrics,
@@ -112,6 +114,7 @@ export class MessagingLifecycle
         this.outboxPruner.start();
       }
       if (this.inboxPruner.enabled) this.inboxPruner.start();
+      if (this.claimCheckPruner.enabled) this.claimCheckPruner.start();
       this.consuming = true;
       const model = this.consumerConnection.model;
       if (model) await this.registry.startAll(model);
@@ -162,7 +165,7 @@ export class MessagingLifecycle
     }
     if (this.relay.enabled) await this.step('outbox relay', deadline, () => this.relay.stop(deadline));
     await this.step('pruners', deadline, () =>
-      Promise.all([this.outboxPruner.stop(), this.inboxPruner.stop()]),
+      Promise.all([this.outboxPruner.stop(), this.inboxPruner.stop(), this.claimCheckPruner.stop()]),
     );
     await this.step('outbox commit signal', deadline, () => this.commitSignal.stop());
     await this.step('closing the broker connections', deadline, () => this.closeConnections());
@@ -177,7 +180,7 @@ export class MessagingLifecycle
     const deadline = Date.now() + this.options.shutdownTimeoutMs;
     if (this.relay.enabled) await this.step('outbox relay', deadline, () => this.relay.stop(deadline));
     await this.step('pruners', deadline, () =>
-      Promise.all([this.outboxPruner.stop(), this.inboxPruner.stop()]),
+      Promise.all([this.outboxPruner.stop(), this.inboxPruner.stop(), this.claimCheckPruner.stop()]),
     );
     await this.step('outbox commit signal', deadline, () => this.commitSignal.stop());
     await this.closeConnections();

@@ -11,6 +11,7 @@ import type { OutboxMonitor } from '../outbox/outbox-monitor.service';
 import type { OutboxRelay } from '../outbox/outbox-relay.service';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { MessagingMetrics } from './messaging-metrics.service';
+import type { ClaimCheckPruner } from '../claim-check/claim-check-pruner.service';
 import { MetricsCollector } from './metrics-collector.service';
 import type { QueueDepth, QueueDepthMonitor } from './queue-depth.monitor';
 
@@ -38,6 +39,7 @@ function collectorWith(sources: { queues: () => Promise<QueueDepth[]> }) {
     { onDuplicate: () => () => undefined } as unknown as InboxStats,
     { snapshot: () => Promise.resolve([]) } as unknown as DeadLetterMonitor,
     { isAvailable: true } as DatabaseAvailability,
+    { enabled: false } as ClaimCheckPruner,
   );
   collector.onModuleInit();
   const value = async (name: string) => (await registry.getSingleMetric(name)!.get()).values;

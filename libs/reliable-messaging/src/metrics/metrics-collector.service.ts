@@ -11,6 +11,8 @@ import { DeadLetterMonitor } from '../dead-letter/dead-letter-monitor.service';
 import { InboxStats } from '../inbox/inbox-stats.service';
 import { OutboxMonitor } from '../outbox/outbox-monitor.service';
 import { OutboxRelay } from '../outbox/outbox-relay.service';
+import { ClaimCheckPruner } from '../claim-check/claim-check-pruner.service';
+import type { ClaimCheckStoreStats } from '../claim-check/claim-check-store';
 import { errorMessage } from '../util/error-text';
 import { withTimeout } from '../util/with-timeout';
 import { MessagingMetrics } from './messaging-metrics.service';
@@ -18,7 +20,7 @@ import { QueueDepthMonitor } from './queue-depth.monitor';
 
 /**
  * The gauges read when Prometheus scrapes: each broker connection (`connection="consume"` or `"publish"`), each consumer's state, queue and dead-letter
- * depth, and the outbox backlog and relay totals; it also counts the inbox's duplicates as they happen. Each source is read under `probeTimeoutMs`; a source that fails or times out
+ * depth, the outbox backlog and relay totals, and the claim-check store's size; it also counts the inbox's duplicates as they happen. Each source is read under `probeTimeoutMs`; a source that fails or times out
  * leaves its gauges empty for that scrape (never a stale value) and counts in `rm_metrics_collect_errors_total`.
  */
 @Injectable()
@@ -41,6 +43,7 @@ export class MetricsCollector implements OnModuleInit {
     private readonly inbox: InboxStats,
     private readonly deadLetters: DeadLetterMonitor,
     private readonly database: DatabaseAvailability,
+    private readonly claimChecks: ClaimCheckPruner,
   ) {}
 
   onModuleInit(): void {
@@ -152,6 +155,37 @@ export class MetricsCollector implements OnModuleInit {
         });
     });
     if (this.options.dataSource) this.outboxMetrics();
+    if (this.claimChecks.enabled) this.claimCheckMetrics();
+  }
+
+  /** The claim-check store's size, read at most once a second (a listing, for the file and object stores). */
+  private claimCheckMetrics(): void {
+    let reading: { at: number; stats: Promise<ClaimCheckStoreStats | undefined> } | undefined;
+    const stats = async (): Promise<ClaimCheckStoreStats> => {
+      if (!reading || Date.now() - reading.at > 1000)
+        reading = { at: Date.now(), stats: this.claimChecks.stats() };
+      return (await this.read('claim-check', reading.stats)) ?? { bodies: 0, bytes: 0 };
+    };
+    this.gauge('rm_claim_check_bodies', 'Bodies kept in the claim-check store.', [], async (gauge) => {
+      gauge.set((await stats()).bodies);
+    });
+    this.gauge(
+      'rm_claim_check_bytes',
+      'Bytes of the bodies kept in the claim-check store.',
+      [],
+      async (gauge) => {
+        gauge.set((await stats()).bytes);
+      },
+    );
+    this.gauge(
+      'rm_claim_check_oldest_age_seconds',
+      'Age of the oldest body in the claim-check store; 0 when it is empty. Above claimCheck.timeToLiveMs, the pruner is behind.',
+      [],
+      async (gauge) => {
+        const { oldestAt } = await stats();
+        gauge.set(oldestAt ? Math.max(0, (Date.now() - oldestAt.getTime()) / 1000) : 0);
+      },
+    );
   }
 
   private outboxMetrics(): void {

@@ -6,6 +6,7 @@ import type { OutboundMessage } from '../envelope/envelope';
 import { ConfigurationError } from '../errors/configuration.error';
 import { NoTransactionError } from '../errors/no-transaction.error';
 import { TransactionContext } from '../database/transaction-context.service';
+import { ClaimCheckWriter } from '../claim-check/claim-check-writer.service';
 import { OutboxCommitSignal } from './outbox-commit-signal.service';
 import { OutboxStore } from './outbox-store.service';
 
@@ -22,6 +23,7 @@ export class OutboxWriter {
     private readonly store: OutboxStore,
     private readonly transactions: TransactionContext,
     private readonly commits: OutboxCommitSignal,
+    private readonly claimChecks: ClaimCheckWriter,
   ) {}
 
   /** True when a DataSource is configured, so `publish()` goes through the outbox. */
@@ -31,7 +33,8 @@ export class OutboxWriter {
 
   /**
    * Writes `messages` in `manager`'s transaction, or in the current one, with one statement, in their order
-   * (so the relay sends them in that order where they share an ordering key).
+   * (so the relay sends them in that order where they share an ordering key). Claim-checked bodies are stored
+   * first; the PostgreSQL store writes them in the same transaction.
    */
   async write(messages: readonly OutboundMessage[], manager?: EntityManager): Promise<void> {
     if (messages.length === 0) return;
@@ -53,7 +56,14 @@ export class OutboxWriter {
           'so the message could not commit with it; publish inside a transaction of that DataSource',
       );
     }
-    await this.store.insert(target, messages);
+    // The claim check's bodies first, in the same transaction: a rollback takes the bodies with the rows.
+    await this.claimChecks.write(messages, target);
+    try {
+      await this.store.insert(target, messages);
+    } catch (error) {
+      if (this.options.claimCheck.store?.kind !== 'postgres') await this.claimChecks.discard(messages);
+      throw error;
+    }
     this.commits.wrote(target);
   }
 }

@@ -54,7 +54,7 @@ export function decodeStage(
         `schema version ${envelope.schemaVersion} of '${envelope.type}' is not supported by ${consumer.name} (accepts major ${[...acceptedMajors].join(', ')})`,
       );
     }
-    const body = parseJsonBody(delivery.raw.content);
+    const body = parseJsonBody(delivery.claimedBody ?? delivery.raw.content);
     return validatePayload ? validatePayload(body) : body;
   };
   return (next) => (delivery) => {

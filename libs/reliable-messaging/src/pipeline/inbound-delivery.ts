@@ -18,6 +18,8 @@ export class InboundDelivery {
   envelope?: Envelope;
   attempt = 1;
   payload?: unknown;
+  /** The full body a claim check kept in its store, once the claim-check stage has read it; decoded instead of the wire body. */
+  claimedBody?: Buffer;
   manager?: EntityManager;
   /** The handler's deadline, set by the deadline stage. */
   deadline?: HandlerDeadline;

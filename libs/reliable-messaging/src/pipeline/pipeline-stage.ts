@@ -1,3 +1,4 @@
+import type { ClaimCheckReader } from '../claim-check/claim-check-reader.service';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { DatabaseAvailability } from '../database/database-availability.service';
 import type { TransactionContext } from '../database/transaction-context.service';
@@ -22,6 +23,8 @@ export interface StageDependencies {
   metrics: MessagingMetrics;
   /** Handlers still running past their deadline, per queue. */
   overdue: OverdueHandlers;
+  /** Reads claim-checked bodies back from the module's claim-check store. */
+  claimChecks: ClaimCheckReader;
   /** Aborts when the app starts shutting down: an ordered retry stops waiting and hands its delivery back. */
   shutdown: AbortSignal;
   /** The database's availability; undefined when the module has no `dataSource`. */

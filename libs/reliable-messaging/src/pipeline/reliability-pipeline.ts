@@ -4,6 +4,8 @@ import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definit
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { MessageContextStorage } from '../context/message-context.storage';
+import { ClaimCheckReader } from '../claim-check/claim-check-reader.service';
+import { claimCheckStage } from '../claim-check/claim-check.middleware';
 import { DatabaseAvailability } from '../database/database-availability.service';
 import { TransactionContext } from '../database/transaction-context.service';
 import { OverdueHandlers } from '../flow-control/overdue-handlers.service';
@@ -51,6 +53,9 @@ export const RELIABILITY_STAGES: readonly PipelineStage[] = [
   traceStage,
   // Handler duration, consumed or failed, consumer lag.
   metricsStage,
+  // A claim check's body read back from its store (checked against its reference, size and SHA-256) before it is
+  // decoded; while the store is unreachable the delivery waits, spending no attempt.
+  claimCheckStage,
   // Envelope, size limit, safe JSON, message type and schema version, validation; refusals are never retried.
   decodeStage,
   // Ordered consumers: a failed attempt is retried in place after its backoff, holding the queue or partition,
@@ -90,6 +95,7 @@ export class ReliabilityPipeline {
     stats: InboxStats,
     transactions: TransactionContext,
     memoryInbox: MemoryInbox,
+    claimChecks: ClaimCheckReader,
     private readonly contextStorage: MessageContextStorage,
     private readonly externalContextCreator: ExternalContextCreator,
   ) {
@@ -99,6 +105,7 @@ export class ReliabilityPipeline {
       replies,
       metrics,
       overdue,
+      claimChecks,
       shutdown: ordered.signal,
       database: options.dataSource ? database : undefined,
       inbox: {

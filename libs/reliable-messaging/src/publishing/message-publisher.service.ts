@@ -1,7 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { ConfirmPublisher } from '../amqp/confirm-publisher';
+import { ClaimCheckWriter } from '../claim-check/claim-check-writer.service';
+import type { OutboundMessage } from '../envelope/envelope';
 import { EnvelopeFactory } from '../envelope/envelope.factory';
 import { ConfigurationError } from '../errors/configuration.error';
+import { PublishTimeoutError } from '../errors/publish.error';
 import { OutboxWriter } from '../outbox/outbox-writer.service';
 import { RequestChannel } from '../request-reply/request-channel.service';
 import { requestTimeout, type RequestOptions } from '../request-reply/request-options';
@@ -25,6 +28,7 @@ export class MessagePublisher {
     private readonly confirms: ConfirmPublisher,
     private readonly outbox: OutboxWriter,
     private readonly requests: RequestChannel,
+    private readonly claimChecks: ClaimCheckWriter,
   ) {}
 
   /**
@@ -60,7 +64,7 @@ export class MessagePublisher {
     if (this.outbox.enabled) {
       await this.outbox.write(outbound, options.manager);
     } else {
-      for (const each of outbound) await this.confirms.publish(each);
+      await this.sendNow(outbound);
     }
     return outbound.map((each) => ({ messageId: each.properties.messageId }));
   }
@@ -68,8 +72,26 @@ export class MessagePublisher {
   /** Sends at once and waits for the broker's confirm; not tied to any database transaction. */
   async publishNow(message: object, options: PublishOptions = {}): Promise<PublishReceipt> {
     const outbound = this.envelopes.create(message, options);
-    await this.confirms.publish(outbound);
+    await this.sendNow([outbound]);
     return { messageId: outbound.properties.messageId };
+  }
+
+  /**
+   * Stores the claim-checked bodies, then sends each message with a confirm, in order. Bodies of messages that
+   * were not sent (a refusal part-way) are deleted again; a message whose confirm timed out keeps its body, since
+   * the broker may have taken it.
+   */
+  private async sendNow(outbound: readonly OutboundMessage[]): Promise<void> {
+    await this.claimChecks.write(outbound);
+    for (const [index, each] of outbound.entries()) {
+      try {
+        await this.confirms.publish(each);
+      } catch (error) {
+        const unsent = error instanceof PublishTimeoutError ? index + 1 : index;
+        await this.claimChecks.discard(outbound.slice(unsent));
+        throw error;
+      }
+    }
   }
 
   /**
@@ -88,6 +110,7 @@ export class MessagePublisher {
     const timeoutMs = requestTimeout(describeType(message), options);
     const { signal, ...publishOptions } = options;
     const outbound = this.envelopes.create(message, publishOptions, 'message-id');
+    await this.claimChecks.write([outbound]);
     return (await this.requests.request(outbound, timeoutMs, signal)) as TReply;
   }
 }

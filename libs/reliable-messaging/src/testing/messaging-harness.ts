@@ -4,6 +4,7 @@ import { ModuleRef } from '@nestjs/core';
 import type { MessageProperties } from 'amqplib';
 import { getMessageDefinition } from '../decorators/message-type.decorator';
 import { EnvelopeFactory } from '../envelope/envelope.factory';
+import { ClaimCheckWriter } from '../claim-check/claim-check-writer.service';
 import { InboxStats, type DuplicateDelivery } from '../inbox/inbox-stats.service';
 import { MemoryInbox } from '../inbox/memory-inbox';
 import { MessagePublisher, type PublishReceipt } from '../publishing/message-publisher.service';
@@ -134,7 +135,7 @@ export class MessagingHarness implements OnModuleInit, OnModuleDestroy {
     properties: Partial<MessageProperties> = {},
     { timeoutMs = DEFAULT_WAIT_MS }: { timeoutMs?: number } = {},
   ): Promise<DeliveryOutcome> {
-    const { content, props } = this.toWire(body, headers, properties);
+    const { content, props } = await this.toWire(body, headers, properties);
     const messageId = props.messageId as string;
     this.injected.add(messageId);
     const settled = this.waitFor(
@@ -220,15 +221,17 @@ export class MessagingHarness implements OnModuleInit, OnModuleDestroy {
     this.moduleRef.get(MemoryInbox, { strict: false }).clear();
   }
 
-  private toWire(
+  private async toWire(
     body: object | string | Buffer,
     headers: Record<string, unknown>,
     properties: Partial<MessageProperties>,
-  ): { content: Buffer; props: MessageProperties } {
+  ): Promise<{ content: Buffer; props: MessageProperties }> {
     if (typeof body === 'object' && !Buffer.isBuffer(body) && getMessageDefinition(body.constructor)) {
       const outbound = this.moduleRef
         .get(EnvelopeFactory, { strict: false })
         .create(body, { headers: headers as Record<string, string> });
+      // A claim-checked message is delivered as a publisher sends it: its body in the store, a reference on the wire.
+      await this.moduleRef.get(ClaimCheckWriter, { strict: false }).write([outbound]);
       return {
         content: outbound.body,
         props: { ...outbound.properties, ...properties } as MessageProperties,

@@ -5,6 +5,7 @@ import {
   IsArray,
   IsInt,
   IsNotEmpty,
+  IsOptional,
   IsString,
   Max,
   Min,
@@ -33,7 +34,13 @@ export class OrderItemDto {
   unitPrice!: number;
 }
 
-/** The body of `POST /orders`. `customerId` fits `orders.customer_id`, a `varchar(100)`. */
+/** The longest note an order may carry, in code points. */
+export const MAX_NOTE_CODE_POINTS = 32_768;
+
+/**
+ * The body of `POST /orders`. `customerId` fits `orders.customer_id`, a `varchar(100)`. `note` (gift message,
+ * delivery instructions, an attachment as text) travels in OrderPlaced, through the claim check when it is large.
+ */
 export class PlaceOrderDto {
   @IsString()
   @IsNotEmpty()
@@ -46,4 +53,9 @@ export class PlaceOrderDto {
   @ValidateNested({ each: true })
   @Type(() => OrderItemDto)
   items!: OrderItemDto[];
+
+  @IsOptional()
+  @IsString()
+  @MaxCodePoints(MAX_NOTE_CODE_POINTS)
+  note?: string;
 }

@@ -1,0 +1,93 @@
+import type { DataSource } from 'typeorm';
+import { ConfigurationError } from '../errors/configuration.error';
+import { assertInteger } from '../reliable-messaging.options';
+import type { ResolvedRetryOptions } from '../retry/retry.options';
+import type { ClaimCheckStore } from './claim-check-store';
+import { PostgresClaimCheckStore } from './postgres-claim-check.store';
+
+/** The claim check: large bodies kept in a store, the message carrying a reference (docs/claim-check.md). */
+export interface ClaimCheckOptions {
+  /**
+   * Where bodies go: `new FilesystemClaimCheckStore(dir)`, `new S3ClaimCheckStore({ client, bucket })`, or your
+   * own `ClaimCheckStore`. Default: the `rm_claim_check` table of the module's `dataSource`; without a
+   * `dataSource` a store is required.
+   */
+  store?: ClaimCheckStore;
+  /**
+   * Every message whose JSON body is larger than this many bytes goes through the claim check, whatever its
+   * class says. Default: none (only classes with `@MessageType({ claimCheck })` do).
+   */
+  thresholdBytes?: number;
+  /** The largest body a claim check may hold, checked on publish and on consume. Default: 67108864 (64 MiB). */
+  maxBodyBytes?: number;
+  /**
+   * How long a body is kept after its message was published. It must cover the message's whole life: its time
+   * in the queue, every retry, and its stay in the dead-letter queue until it is replayed. At least the retry
+   * schedule (`retry.maxAttempts` × `retry.maxDelayMs`). Default: 1209600000 ms (14 days).
+   */
+  timeToLiveMs?: number;
+  /** How often expired bodies are deleted, in batches of 1000. Default: 300000 ms (5 min). */
+  pruneIntervalMs?: number;
+}
+
+/** How a message class uses the claim check, in `@MessageType({ claimCheck })`. */
+export interface MessageClaimCheck {
+  /** Bodies (or the field) larger than this many bytes go through the claim check; 0 sends every one through it. */
+  thresholdBytes: number;
+  /** Offload only this property (a note, an attachment); the rest of the message stays on the wire. Default: the whole body. */
+  field?: string;
+}
+
+/** Claim-check options with every default applied; `store` is undefined when the module has none. */
+export interface ResolvedClaimCheckOptions {
+  store?: ClaimCheckStore;
+  thresholdBytes?: number;
+  maxBodyBytes: number;
+  timeToLiveMs: number;
+  pruneIntervalMs: number;
+}
+
+export const DEFAULT_CLAIM_CHECK_MAX_BODY_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_CLAIM_CHECK_TIME_TO_LIVE_MS = 14 * 24 * 3_600_000;
+export const DEFAULT_CLAIM_CHECK_PRUNE_INTERVAL_MS = 300_000;
+
+/** Applies the claim check's defaults and checks them, failing with a message that says how to fix it. */
+export function resolveClaimCheckOptions(
+  options: ClaimCheckOptions | undefined,
+  dataSource: DataSource | undefined,
+  retry: Pick<ResolvedRetryOptions, 'maxAttempts' | 'maxDelayMs'>,
+): ResolvedClaimCheckOptions {
+  if (options !== undefined && (typeof options !== 'object' || options === null)) {
+    throw new ConfigurationError(
+      "ReliableMessagingModule: 'claimCheck' must be an object like { thresholdBytes: 65536 }",
+    );
+  }
+  const own = options ?? {};
+  const resolved: ResolvedClaimCheckOptions = {
+    store: own.store ?? (dataSource ? new PostgresClaimCheckStore(dataSource) : undefined),
+    thresholdBytes: own.thresholdBytes,
+    maxBodyBytes: own.maxBodyBytes ?? DEFAULT_CLAIM_CHECK_MAX_BODY_BYTES,
+    timeToLiveMs: own.timeToLiveMs ?? DEFAULT_CLAIM_CHECK_TIME_TO_LIVE_MS,
+    pruneIntervalMs: own.pruneIntervalMs ?? DEFAULT_CLAIM_CHECK_PRUNE_INTERVAL_MS,
+  };
+  if (options !== undefined && !resolved.store) {
+    throw new ConfigurationError(
+      "ReliableMessagingModule: 'claimCheck' needs a store without a dataSource: set claimCheck.store to " +
+        'new FilesystemClaimCheckStore(dir) or new S3ClaimCheckStore({ client, bucket })',
+    );
+  }
+  if (resolved.thresholdBytes !== undefined)
+    assertInteger('claimCheck.thresholdBytes', resolved.thresholdBytes, 0, 128 * 1024 * 1024);
+  assertInteger('claimCheck.maxBodyBytes', resolved.maxBodyBytes, 1, 2 * 1024 * 1024 * 1024 - 1);
+  assertInteger('claimCheck.timeToLiveMs', resolved.timeToLiveMs, 1000, 10 * 365 * 24 * 3_600_000);
+  assertInteger('claimCheck.pruneIntervalMs', resolved.pruneIntervalMs, 1000, 24 * 3_600_000);
+  const retrying = retry.maxAttempts * retry.maxDelayMs;
+  if (resolved.timeToLiveMs < retrying) {
+    throw new ConfigurationError(
+      `ReliableMessagingModule: 'claimCheck.timeToLiveMs' (${resolved.timeToLiveMs} ms) is shorter than the retry ` +
+        `schedule (retry.maxAttempts × retry.maxDelayMs = ${retrying} ms): a retried message would lose its body. ` +
+        'Raise it to cover retries and the time a dead letter waits to be replayed',
+    );
+  }
+  return resolved;
+}

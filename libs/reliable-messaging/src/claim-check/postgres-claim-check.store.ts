@@ -1,0 +1,93 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import { databaseOutageEvidence } from '../database/database-errors';
+import { ClaimCheckStoreUnavailableError } from '../errors/claim-check-store-unavailable.error';
+import { errorMessage } from '../util/error-text';
+import { CLAIM_CHECK_TABLE } from './claim-check-body.entity';
+import {
+  BODY_ID,
+  createdAtOfId,
+  type ClaimCheckBodyInfo,
+  type ClaimCheckStore,
+  type ClaimCheckStoreStats,
+} from './claim-check-store';
+
+const SCHEME = 'postgres:';
+
+/**
+ * Bodies in the module's own database, table `rm_claim_check`: the default when the module has a `dataSource`.
+ * A body published through the outbox is written in the outbox row's transaction, so a rollback leaves nothing.
+ * References look like `postgres:<uuid>`.
+ */
+export class PostgresClaimCheckStore implements ClaimCheckStore {
+  readonly kind = 'postgres';
+
+  constructor(private readonly dataSource: DataSource) {}
+
+  referenceFor(info: ClaimCheckBodyInfo): string {
+    return `${SCHEME}${info.id}`;
+  }
+
+  locate(reference: string): string | undefined {
+    if (!reference.startsWith(SCHEME)) return undefined;
+    const id = reference.slice(SCHEME.length);
+    return BODY_ID.test(id) ? id : undefined;
+  }
+
+  async put(
+    location: string,
+    body: Buffer,
+    info: ClaimCheckBodyInfo,
+    manager?: EntityManager,
+  ): Promise<void> {
+    await this.run(manager ?? this.dataSource.manager, (target) =>
+      target.query(
+        `INSERT INTO "${CLAIM_CHECK_TABLE}" (id, body, message_type, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+        [location, body, info.messageType, createdAtOfId(info.id), info.expiresAt],
+      ),
+    );
+  }
+
+  async get(location: string): Promise<Buffer | undefined> {
+    const rows = await this.run(this.dataSource.manager, (target) =>
+      target.query<Array<{ body: Buffer }>>(`SELECT body FROM "${CLAIM_CHECK_TABLE}" WHERE id = $1`, [
+        location,
+      ]),
+    );
+    return rows[0]?.body;
+  }
+
+  async delete(location: string): Promise<void> {
+    await this.run(this.dataSource.manager, (target) =>
+      target.query(`DELETE FROM "${CLAIM_CHECK_TABLE}" WHERE id = $1`, [location]),
+    );
+  }
+
+  async deleteExpired(limit: number, now = new Date()): Promise<number> {
+    // NOTE: TypeORM's postgres driver answers a DELETE with [rows, affected count].
+    const [, count] = await this.dataSource.query<[unknown, number]>(
+      `DELETE FROM "${CLAIM_CHECK_TABLE}" WHERE id = ANY(ARRAY(SELECT id FROM "${CLAIM_CHECK_TABLE}" ` +
+        `WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+      [now, limit],
+    );
+    return count;
+  }
+
+  async stats(): Promise<ClaimCheckStoreStats> {
+    const [row] = await this.dataSource.query<
+      Array<{ bodies: string; bytes: string | null; oldest: Date | null }>
+    >(
+      `SELECT count(*) AS bodies, sum(octet_length(body)) AS bytes, min(created_at) AS oldest FROM "${CLAIM_CHECK_TABLE}"`,
+    );
+    return { bodies: Number(row.bodies), bytes: Number(row.bytes ?? 0), oldestAt: row.oldest ?? undefined };
+  }
+
+  /** Runs a statement, turning an outage of the database into ClaimCheckStoreUnavailableError. */
+  private async run<T>(target: EntityManager, statement: (target: EntityManager) => Promise<T>): Promise<T> {
+    try {
+      return await statement(target);
+    } catch (error) {
+      if (databaseOutageEvidence(error) === undefined) throw error;
+      throw new ClaimCheckStoreUnavailableError(this.kind, errorMessage(error), { cause: error });
+    }
+  }
+}
