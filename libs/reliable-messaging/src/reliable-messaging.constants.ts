@@ -28,6 +28,8 @@ export const HEADERS = {
   originalRoutingKey: 'rm-original-routing-key',
   /** The queue a delayed retry goes back to (the retry deliver exchange routes on it). */
   retryQueue: 'rm-retry-queue',
+  /** The lane a message asks for (`publish(m, { lane })`); a consumer with lanes routes on it (docs/lanes.md). */
+  lane: 'rm-lane',
   traceparent: 'traceparent',
   tracestate: 'tracestate',
 } as const;

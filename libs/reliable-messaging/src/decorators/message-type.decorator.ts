@@ -1,5 +1,6 @@
 import type { Type } from '@nestjs/common';
 import { MESSAGE_TYPE_METADATA } from '../reliable-messaging.constants';
+import { assertLaneName } from '../lanes/lane.options';
 
 /** How a message class is named on the wire and how its business keys are derived. */
 export interface MessageTypeOptions<T = unknown> {
@@ -11,6 +12,11 @@ export interface MessageTypeOptions<T = unknown> {
   idempotencyKey?: (message: T) => string;
   /** Messages with the same ordering key are relayed and, with ordered consumers, handled in order. Default: none. */
   orderingKey?: (message: T) => string;
+  /**
+   * The lane its messages go to unless the publish call names one, e.g. `'bulk'` for a nightly export's
+   * messages (docs/lanes.md). Default: none (each consumer's default lane).
+   */
+  lane?: string;
 }
 
 /** A message definition with its version parsed. */
@@ -21,6 +27,7 @@ export interface MessageDefinition<T = unknown> extends Required<
   major: number;
   idempotencyKey?: (message: T) => string;
   orderingKey?: (message: T) => string;
+  lane?: string;
 }
 
 const VERSION_PATTERN = /^(\d{1,4})\.(\d{1,4})$/;
@@ -45,6 +52,7 @@ export function MessageType<T>(options: MessageTypeOptions<T>): ClassDecorator {
   if (!parsed) {
     throw new Error(`@MessageType('${options.type}'): version must look like '1.0', got '${version}'`);
   }
+  if (options.lane !== undefined) assertLaneName(options.lane, `@MessageType('${options.type}')`);
   return (target) => {
     const definition: MessageDefinition<T> = {
       target: target as unknown as Type<T>,
@@ -53,6 +61,7 @@ export function MessageType<T>(options: MessageTypeOptions<T>): ClassDecorator {
       major: parsed.major,
       idempotencyKey: options.idempotencyKey,
       orderingKey: options.orderingKey,
+      lane: options.lane,
     };
     Reflect.defineMetadata(MESSAGE_TYPE_METADATA, definition, target);
   };

@@ -8,6 +8,7 @@ import { getMessageDefinition, parseSchemaVersion } from '../decorators/message-
 import { PayloadTooLargeError } from '../errors/publish.error';
 import { ConfigurationError } from '../errors/configuration.error';
 import { MessageContextStorage } from '../context/message-context.storage';
+import { LaneDirectory } from '../lanes/lane-directory.service';
 import type { PublishOptions, RawMessage } from '../publishing/publish-options';
 import { injectCreationContext } from '../tracing/messaging-tracer';
 import type { OutboundMessage } from './envelope';
@@ -22,6 +23,7 @@ export class EnvelopeFactory {
   constructor(
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly contextStorage: MessageContextStorage,
+    private readonly lanes: LaneDirectory,
   ) {}
 
   /**
@@ -30,7 +32,7 @@ export class EnvelopeFactory {
    */
   create(message: object, options: PublishOptions = {}, keyFallback?: 'message-id'): OutboundMessage {
     const messageId = uuidv7();
-    const { type, version, payload, idempotencyKey, orderingKey } = this.describe(
+    const { type, version, payload, idempotencyKey, orderingKey, lane } = this.describe(
       message,
       options,
       keyFallback === 'message-id' ? messageId : undefined,
@@ -54,6 +56,8 @@ export class EnvelopeFactory {
     // message without it to one fixed partition (or, on some versions, fails the publish). A message without a
     // key of its own gets its id: ordered only with itself, spread evenly over the partitions.
     headers[HEADERS.orderingKey] = orderingKey ?? messageId;
+    if (lane !== undefined) headers[HEADERS.lane] = this.lanes.check(type, lane);
+    const priority = optionalPriority(type, options.priority);
 
     const body = Buffer.from(JSON.stringify(payload), 'utf8');
     if (body.length > this.options.maxPayloadBytes) {
@@ -78,6 +82,7 @@ export class EnvelopeFactory {
         correlationId,
         appId: this.options.appId,
         timestamp: Math.floor(Date.now() / 1000),
+        ...(priority === undefined ? {} : { priority }),
         headers,
       },
     };
@@ -101,6 +106,7 @@ export class EnvelopeFactory {
           definition.type,
           options.orderingKey ?? definition.orderingKey?.(message),
         ),
+        lane: options.lane ?? definition.lane,
       };
     }
     const raw = message as Partial<RawMessage>;
@@ -119,6 +125,7 @@ export class EnvelopeFactory {
       payload: raw.payload,
       idempotencyKey: requireKey(raw.type, options.idempotencyKey ?? raw.idempotencyKey ?? fallbackKey),
       orderingKey: optionalOrderingKey(raw.type, options.orderingKey ?? raw.orderingKey),
+      lane: options.lane ?? raw.lane,
     };
   }
 }
@@ -131,6 +138,16 @@ function optionalOrderingKey(type: string, key: string | undefined): string | un
     );
   }
   return key;
+}
+
+function optionalPriority(type: string, priority: unknown): number | undefined {
+  if (priority === undefined) return undefined;
+  if (typeof priority !== 'number' || !Number.isInteger(priority) || priority < 0 || priority > 255) {
+    throw new ConfigurationError(
+      `message '${type}': priority must be an integer from 0 to 255 (5 and above is high on quorum queues), got ${JSON.stringify(priority) ?? typeof priority}`,
+    );
+  }
+  return priority;
 }
 
 function requireKey(type: string, key: string | undefined): string {
