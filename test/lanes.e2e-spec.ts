@@ -88,10 +88,17 @@ class StepHandler {
 
   @Consume({ queue: STEPS, queueType: 'quorum', ordering: 'queue', lanes: { live: {}, replay: {} } })
   async onStep(message: Step, ctx: MessageContext): Promise<void> {
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    // Even steps take longer, so that steps handled side by side would finish out of order.
+    const step = Number(message.id.slice('step-'.length));
+    await new Promise((resolve) => setTimeout(resolve, step % 2 === 0 ? 10 : 0));
     this.seen.push({ id: message.id, queue: ctx.queue });
-    // Yield so that, without ordering, later steps would overtake this one.
-    await new Promise((resolve) => setImmediate(resolve));
+    this.inFlight--;
   }
+
+  inFlight = 0;
+  maxInFlight = 0;
 }
 
 describe('lanes: one consumer, a queue per lane', () => {
@@ -246,6 +253,7 @@ describe('lanes: one consumer, a queue per lane', () => {
 
     await waitFor('every step handled', () => steps.seen.length === ids.length);
     expect(steps.seen.map((s) => s.id)).toEqual(ids);
+    expect(steps.maxInFlight).toBe(1);
     expect(new Set(steps.seen.map((s) => s.queue))).toEqual(new Set([`${STEPS}.replay`]));
   });
 
