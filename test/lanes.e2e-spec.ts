@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
-import { IsIn, IsString } from 'class-validator';
+import { IsIn, IsInt, IsString } from 'class-validator';
 import {
   ConfigurationError,
   Consume,
@@ -43,6 +43,7 @@ class Gate {
 }
 
 const RECEIPTS = uniqueQueue('receipt');
+const LEDGER = uniqueQueue('ledger');
 const STEPS = uniqueQueue('steps');
 const BULK_SLOTS = 2;
 
@@ -101,6 +102,33 @@ class StepHandler {
   maxInFlight = 0;
 }
 
+@MessageType({
+  type: 'lanes.entry',
+  idempotencyKey: (m: Entry) => `entry:${m.account}:${m.seq}`,
+  orderingKey: (m: Entry) => m.account,
+})
+class Entry {
+  @IsString() account!: string;
+  @IsInt() seq!: number;
+}
+
+/** Ordered by account within each lane, over two partitions per lane. */
+@Injectable()
+class LedgerHandler {
+  readonly seen: Array<{ account: string; seq: number; queue: string }> = [];
+
+  @Consume({
+    queue: LEDGER,
+    ordering: { by: 'key', partitions: 2 },
+    lanes: { live: {}, backfill: {} },
+  })
+  async onEntry(entry: Entry, ctx: MessageContext): Promise<void> {
+    // Even entries take longer, so that entries of one account handled side by side would finish out of order.
+    await new Promise((resolve) => setTimeout(resolve, entry.seq % 2 === 0 ? 5 : 0));
+    this.seen.push({ account: entry.account, seq: entry.seq, queue: ctx.queue });
+  }
+}
+
 describe('lanes: one consumer, a queue per lane', () => {
   let db: MessagingDatabase;
   let broker: TestBroker;
@@ -112,7 +140,7 @@ describe('lanes: one consumer, a queue per lane', () => {
     db = await createMessagingDatabase();
     broker = await TestBroker.connect();
     app = await MessagingTestApp.start(broker, {
-      providers: [ReceiptHandler, StepHandler],
+      providers: [ReceiptHandler, StepHandler, LedgerHandler],
       options: { dataSource: db.dataSource, lanes: ['elsewhere'] },
     });
     handler = app.get(ReceiptHandler);
@@ -257,11 +285,40 @@ describe('lanes: one consumer, a queue per lane', () => {
     expect(new Set(steps.seen.map((s) => s.queue))).toEqual(new Set([`${STEPS}.replay`]));
   });
 
+  it("keeps each key in order within a lane ordered by key, on that lane's partitions", async () => {
+    const ledger = app.get(LedgerHandler);
+    const accounts = ['acc-1', 'acc-2', 'acc-3', 'acc-4'];
+    const entries = accounts.flatMap((account) =>
+      Array.from({ length: 10 }, (_, seq) => Object.assign(new Entry(), { account, seq })),
+    );
+    await db.dataSource.transaction((manager) =>
+      publisher.publishAll(entries, { lane: 'backfill', manager }),
+    );
+    await publisher.publishNow(Object.assign(new Entry(), { account: 'acc-live', seq: 0 }));
+
+    await waitFor('every entry handled', () => ledger.seen.length === entries.length + 1);
+    for (const account of accounts) {
+      expect(ledger.seen.filter((e) => e.account === account).map((e) => e.seq)).toEqual([
+        ...Array(10).keys(),
+      ]);
+    }
+    const queues = (account: string) =>
+      new Set(ledger.seen.filter((e) => e.account === account).map((e) => e.queue));
+    for (const account of accounts) {
+      expect([...queues(account)]).toEqual([
+        expect.stringMatching(new RegExp(`^${LEDGER}\\.backfill\\.p00[01]$`)),
+      ]);
+    }
+    expect([...queues('acc-live')]).toEqual([
+      expect.stringMatching(new RegExp(`^${LEDGER}\\.live\\.p00[01]$`)),
+    ]);
+  });
+
   it.each<[string, unknown, RegExp]>([
     [
       'an unknown lane',
       'bulky',
-      /unknown lane 'bulky'; the known lanes are bulk, elsewhere, live, replay, urgent/,
+      /unknown lane 'bulky'; the known lanes are backfill, bulk, elsewhere, live, replay, urgent/,
     ],
     ['a lane that is not a name', 'Bulk Lane', /unknown lane 'Bulk Lane'/],
   ])('refuses to publish to %s with an error naming the known lanes', async (_case, lane, message) => {

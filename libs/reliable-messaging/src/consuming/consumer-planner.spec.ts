@@ -353,6 +353,27 @@ describe('planConsumers', () => {
     expect(plans[0].queueArguments).toMatchObject({ 'x-single-active-consumer': true });
   });
 
+  it('plans a lane ordered by key as partitions of the lane queue, fed by the lane router rather than the events exchange', () => {
+    const { plans } = plan([
+      billing({ queue: 'receipt', ordering: { by: 'key', partitions: 2 }, lanes: { urgent: {}, bulk: {} } }),
+    ]);
+
+    expect(plans.map((p) => [p.queue, p.bindings, p.lane?.name, p.lane?.last])).toEqual([
+      ['receipt.urgent.p000', [], 'urgent', false],
+      ['receipt.urgent.p001', [], 'urgent', false],
+      ['receipt.bulk.p000', [], 'bulk', true],
+      ['receipt.bulk.p001', [], 'bulk', true],
+    ]);
+    expect(plans[3].ordering).toEqual({
+      mode: 'key',
+      partitions: 2,
+      partition: 1,
+      baseQueue: 'receipt.bulk',
+      hashExchange: 'receipt.bulk',
+      sourceBindings: [],
+    });
+  });
+
   it.each<[string, Partial<ConsumeOptions>, RegExp]>([
     [
       'a concurrency an ordered consumer ignores',
@@ -656,12 +677,6 @@ describe('planConsumers', () => {
       [billing({ queue: 'receipt', lanes: { bulk: { concurrency: 0 } } })],
       {},
       "ReliableMessaging: 'Billing.onOrderPlaced lane 'bulk' concurrency' must be an integer from 1 to 10000, got 0",
-    ],
-    [
-      'lanes with ordering by key',
-      [billing({ queue: 'receipt', lanes: { bulk: {} }, ordering: { by: 'key', partitions: 2 } })],
-      {},
-      "@Consume on Billing.onOrderPlaced: lanes cannot be combined with ordering by key yet; use ordering 'queue' (in order within each lane), or one consumer per lane with its own queue",
     ],
     [
       'two consumers on one queue',

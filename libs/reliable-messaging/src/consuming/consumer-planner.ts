@@ -85,16 +85,9 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
   const ordering = resolveOrderingOption(options.ordering, where);
   const reply = resolveReply(options.reply, where);
   const lanes = resolveLanesOption(options.lanes, options.defaultLane, where);
-  if (lanes && ordering.mode === 'key') {
-    throw new ConfigurationError(
-      `${where}: lanes cannot be combined with ordering by key yet; use ordering 'queue' (in order within each lane), ` +
-        'or one consumer per lane with its own queue',
-    );
-  }
-
-  // A consumer with lanes runs one plan per lane, as ordering by key runs one per partition: each lane's
-  // settings over the consumer's, its own queue, and no binding of its own on the events exchange (the lane
-  // router has them, see LaneTopology).
+  // A consumer with lanes runs one plan per lane, as ordering by key runs one per partition (and both, one per
+  // partition of each lane): each lane's settings over the consumer's, its own queue, and no binding of its own
+  // on the events exchange (the lane router has them, see LaneTopology).
   const variants = lanes
     ? lanes.lanes.map((lane, index) => ({
         asked: { ...options, ...lane.options },

@@ -9,9 +9,10 @@ export const QUORUM_PRIORITIES_SINCE = [4, 0] as const;
 
 /**
  * Declares what a consumer with lanes needs besides its lane queues: the router `<queue>.lanes`, a headers
- * exchange whose alternate exchange is the fanout `<queue>.lanes.default`; each lane queue bound to the router
- * on `rm-lane = <lane>`, the default lane's queue also to the fallback; and, with the last lane, the router
- * bound to the events exchange with the consumer's routing keys, so routing starts once every lane is bound.
+ * exchange whose alternate exchange is the fanout `<queue>.lanes.default`; each lane queue (or, for a lane
+ * ordered by key, its consistent-hash exchange) bound to the router on `rm-lane = <lane>`, the default lane's
+ * also to the fallback; and, with the last lane, the router bound to the events exchange with the consumer's
+ * routing keys, so routing starts once every lane is bound.
  * A message whose `rm-lane` names none of the consumer's lanes, or that has none, matches no binding of the
  * router and goes to its alternate exchange: the default lane. TopologyService calls it for each consumer,
  * after the consumer's queues; it also says once when a quorum queue's `maxPriority` has no effect.
@@ -28,8 +29,18 @@ export class LaneTopology {
     if (!lane) return;
     await channel.assertExchange(lane.fallback, 'fanout', { durable: true });
     await channel.assertExchange(lane.router, 'headers', { durable: true, alternateExchange: lane.fallback });
-    await channel.bindQueue(consumer.queue, lane.router, '', { 'x-match': 'all', [HEADERS.lane]: lane.name });
-    if (lane.isDefault) await channel.bindQueue(consumer.queue, lane.fallback, '');
+    const byLane = { 'x-match': 'all', [HEADERS.lane]: lane.name };
+    const ordering = consumer.ordering;
+    if (ordering.mode === 'key') {
+      // A key-ordered lane's partitions are fed by its consistent-hash exchange (OrderingTopology), bound here
+      // once its ring is complete, with its last partition.
+      if (ordering.partition !== ordering.partitions - 1) return;
+      await channel.bindExchange(ordering.hashExchange, lane.router, '', byLane);
+      if (lane.isDefault) await channel.bindExchange(ordering.hashExchange, lane.fallback, '');
+    } else {
+      await channel.bindQueue(consumer.queue, lane.router, '', byLane);
+      if (lane.isDefault) await channel.bindQueue(consumer.queue, lane.fallback, '');
+    }
     if (!lane.last) return;
     for (const key of lane.sourceBindings) await channel.bindExchange(lane.router, consumer.exchange, key);
   }

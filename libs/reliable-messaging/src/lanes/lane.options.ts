@@ -73,6 +73,6 @@ export interface ConsumerLane {
   readonly isDefault: boolean;
   /** The routing keys the router is bound with on the events exchange. */
   readonly sourceBindings: readonly string[];
-  /** Whether this is the consumer's last lane: its declaration binds the router, once every lane queue is bound. */
+  /** Whether this is the consumer's last lane: its declaration (its last partition's, when ordered by key) binds the router, once every lane is bound. */
   readonly last: boolean;
 }
