@@ -11,9 +11,10 @@ import {
 import { publishSuite } from './publish.bench';
 import { outboxSuite } from './outbox.bench';
 import { inboxSuite } from './inbox.bench';
+import { lanesSuite } from './lanes.bench';
 
 /** Every suite, run one after the other; add a new suite here. `BENCH_SUITES=consume,publish` picks some. */
-const SUITES: Suite[] = [consumeSuite, publishSuite, outboxSuite, inboxSuite];
+const SUITES: Suite[] = [consumeSuite, publishSuite, outboxSuite, inboxSuite, lanesSuite];
 
 async function main(): Promise<void> {
   const selected = process.env.BENCH_SUITES?.split(',').map((name) => name.trim());
@@ -28,10 +29,11 @@ async function main(): Promise<void> {
     comparisons.push(...results.comparisons);
     latencies.push(...results.latencies);
     console.log(`${suite.name}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    console.log(formatTable(results.comparisons));
+    if (results.comparisons.length > 0) console.log(formatTable(results.comparisons));
     if (results.latencies.length > 0) console.log(`\n${formatLatencyTable(results.latencies)}`);
   }
-  console.log(`\nAll suites\n\n${formatTable(comparisons)}`);
+  console.log(`\nAll suites`);
+  if (comparisons.length > 0) console.log(`\n${formatTable(comparisons)}`);
   if (latencies.length > 0) console.log(`\n${formatLatencyTable(latencies)}`);
 }
 

@@ -6,6 +6,7 @@ import { TopologyService } from '@app/reliable-messaging/amqp/topology.service';
 import type { ConsumerPlan } from '@app/reliable-messaging/consuming/consumer-plan';
 import { ConsumerRunner } from '@app/reliable-messaging/consuming/consumer-runner';
 import { OrderingTopology } from '@app/reliable-messaging/ordering/ordering-topology.service';
+import { LaneTopology } from '@app/reliable-messaging/lanes/lane-topology.service';
 import type { DelayTopology } from '@app/reliable-messaging/retry/delay-topology.service';
 import { RetryPolicy } from '@app/reliable-messaging/retry/retry-policy';
 import {
@@ -121,7 +122,7 @@ describe('a consumer stopped while it (re)subscribes', () => {
     connection = new ConsumerConnection(options);
     // The spec declares no retry delay levels, so its queues skip the binding to their deliver exchange.
     const noRetryBinding = { bindConsumer: async () => undefined } as unknown as DelayTopology;
-    topology = new HeldTopology(options, noRetryBinding, new OrderingTopology());
+    topology = new HeldTopology(options, noRetryBinding, new OrderingTopology(), new LaneTopology());
     await connection.start(async () => undefined);
   });
 

@@ -365,6 +365,40 @@ export const CHANNEL_CASES: ContractCase[] = [
   },
   {
     scenario:
+      'an exchange that routes a message nowhere hands it to its alternate exchange, also behind an exchange-to-exchange binding (lanes)',
+    async run(t) {
+      const { channel } = await t.confirmChannel();
+      const [events, router, fallback] = ['events', 'router', 'fallback'].map((kind) => t.name(`x-${kind}`));
+      await channel.assertExchange(events, 'topic');
+      await channel.assertExchange(fallback, 'fanout');
+      await channel.assertExchange(router, 'headers', { alternateExchange: fallback });
+      const [urgent, bulk] = ['urgent', 'bulk'].map((lane) => t.name(`q-${lane}`));
+      await channel.assertQueue(urgent);
+      await channel.assertQueue(bulk);
+      await channel.bindQueue(urgent, router, '', { 'x-match': 'all', 'rm-lane': 'urgent' });
+      await channel.bindQueue(bulk, router, '', { 'x-match': 'all', 'rm-lane': 'bulk' });
+      await channel.bindQueue(urgent, fallback, '');
+      await channel.bindExchange(router, events, 'receipt.*');
+
+      await publishAll(channel, events, [
+        ['receipt.printed', 'bulk', { headers: { 'rm-lane': 'bulk' } }],
+        ['receipt.printed', 'urgent', { headers: { 'rm-lane': 'urgent' } }],
+        ['receipt.printed', 'no lane'],
+        ['receipt.printed', 'unknown lane', { headers: { 'rm-lane': 'other' } }],
+        ['order.placed', 'not bound'],
+      ]);
+
+      expect({
+        urgent: bodies(await t.drain(channel, urgent)),
+        bulk: bodies(await t.drain(channel, bulk)),
+      }).toEqual({
+        urgent: ['urgent', 'no lane', 'unknown lane'],
+        bulk: ['bulk'],
+      });
+    },
+  },
+  {
+    scenario:
       'a confirm channel confirms a routed message, returns an unroutable mandatory one first, and fails a publish to a missing exchange',
     async run(t) {
       const watched = await t.confirmChannel();

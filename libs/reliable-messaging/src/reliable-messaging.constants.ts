@@ -36,6 +36,8 @@ export const HEADERS = {
   claimCheckSha256: 'rm-claim-check-sha256',
   /** Set when one property was stored rather than the whole body: its name. */
   claimCheckField: 'rm-claim-check-field',
+  /** The lane a message asks for (`publish(m, { lane })`); a consumer with lanes routes on it (docs/lanes.md). */
+  lane: 'rm-lane',
   traceparent: 'traceparent',
   tracestate: 'tracestate',
 } as const;

@@ -55,6 +55,8 @@ import { InboxStats } from './inbox/inbox-stats.service';
 import { InboxStore } from './inbox/inbox-store.service';
 import { MemoryInbox } from './inbox/memory-inbox';
 import { OrderedRetry } from './ordering/ordered-retry.service';
+import { LaneDirectory } from './lanes/lane-directory.service';
+import { LaneTopology } from './lanes/lane-topology.service';
 import { OrderingTopology } from './ordering/ordering-topology.service';
 import { VersionGuard } from './ordering/version-guard.service';
 import { ReliableMessagingClient } from './microservices/reliable-messaging.client';
@@ -124,6 +126,8 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
     MemoryInbox,
     OrderedRetry,
     OrderingTopology,
+    LaneTopology,
+    LaneDirectory,
     VersionGuard,
     ReliableMessagingTransport,
     ReliableMessagingClient,

@@ -5,6 +5,7 @@ import type { DataSource } from 'typeorm';
 import type { Registry } from 'prom-client';
 import { ConfigurationError } from './errors/configuration.error';
 import { assertDeadline } from './flow-control/deadline-limits';
+import { assertLaneName } from './lanes/lane.options';
 import { resolveRetryOptions, type ResolvedRetryOptions, type RetryOptions } from './retry/retry.options';
 import {
   resolveOutboxOptions,
@@ -86,6 +87,11 @@ export interface ReliableMessagingModuleOptions {
   claimCheck?: ClaimCheckOptions;
   /** Whether to consume at all (a publish-only process, or the relay run on its own, sets false). Default: true. */
   consumersEnabled?: boolean;
+  /**
+   * Lane names this app publishes to besides those its own `@Consume({ lanes })` declare (a publish-only app
+   * names the lanes of the consumers it sends to); publishing to any other lane throws. Default: none.
+   */
+  lanes?: string[];
   /** Graceful shutdown's deadline: keep it below Kubernetes' terminationGracePeriodSeconds. Default: 25000 ms. */
   shutdownTimeoutMs?: number;
   /**
@@ -145,6 +151,7 @@ export interface ResolvedMessagingOptions {
   inbox: ResolvedInboxOptions;
   claimCheck: ResolvedClaimCheckOptions;
   consumersEnabled: boolean;
+  lanes: readonly string[];
   shutdownTimeoutMs: number;
   defaultDeadlineMs: number;
   consumerTimeoutMs: number;
@@ -215,6 +222,7 @@ export function resolveOptions(options: ReliableMessagingModuleOptions): Resolve
       resolveRetryOptions(options.retry),
     ),
     consumersEnabled: options.consumersEnabled ?? true,
+    lanes: resolveLaneNames(options.lanes),
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS,
     defaultDeadlineMs: options.defaultDeadlineMs ?? DEFAULT_DEADLINE_MS,
     consumerTimeoutMs: options.consumerTimeoutMs ?? DEFAULT_CONSUMER_TIMEOUT_MS,
@@ -269,6 +277,16 @@ export function resolveOptions(options: ReliableMessagingModuleOptions): Resolve
   }
   assertInteger('deliveryLimitBackstop', resolved.deliveryLimitBackstop, 1, 10_000);
   return resolved;
+}
+
+function resolveLaneNames(value: unknown): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) {
+    throw new ConfigurationError(
+      "ReliableMessagingModule: 'lanes' must be an array of lane names, e.g. ['urgent', 'bulk']",
+    );
+  }
+  return value.map((name) => assertLaneName(name, "ReliableMessagingModule: 'lanes'"));
 }
 
 function assertBrokerUrl(url: string): void {

@@ -5,6 +5,7 @@ import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { TopologyMismatchError } from '../errors/topology-mismatch.error';
 import { deadLetterQueueArguments } from '../dead-letter/dead-letter-queue';
+import { LaneTopology } from '../lanes/lane-topology.service';
 import { OrderingTopology } from '../ordering/ordering-topology.service';
 import { DelayTopology } from '../retry/delay-topology.service';
 import { withDeclarationChannel } from './declaration-channel';
@@ -12,8 +13,8 @@ import { withDeclarationChannel } from './declaration-channel';
 /**
  * Declares what the consumers need: the events exchange (topic), the dead-letter exchange (direct, keyed by
  * source queue), and for each consumer its durable queue, its dead-letter queue and their bindings, its binding
- * to the retry deliver exchange (DelayTopology) and, when it orders by key, its consistent-hash exchange
- * (OrderingTopology). Run at startup and after every reconnect, after the retry delay levels; a consumer whose
+ * to the retry deliver exchange (DelayTopology), when it orders by key its consistent-hash exchange
+ * (OrderingTopology), and when it has lanes their router (LaneTopology). Run at startup and after every reconnect, after the retry delay levels; a consumer whose
  * subscription the server cancelled declares its own part again. A queue that exists with other arguments fails
  * with TopologyMismatchError.
  */
@@ -23,6 +24,7 @@ export class TopologyService {
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly delays: DelayTopology,
     private readonly ordering: OrderingTopology,
+    private readonly lanes: LaneTopology,
   ) {}
 
   /** Declares the exchanges and every consumer's queues on a short-lived channel. */
@@ -86,6 +88,7 @@ export class TopologyService {
     for (const key of consumer.bindings) await channel.bindQueue(consumer.queue, consumer.exchange, key);
     await this.delays.bindConsumer(channel, consumer);
     await this.ordering.declare(model, channel, consumer);
+    await this.lanes.declare(model, channel, consumer);
   }
 
   /**

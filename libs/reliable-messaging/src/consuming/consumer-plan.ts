@@ -4,6 +4,7 @@ import type { ConsumerOrdering } from '../ordering/ordering.options';
 import type { RetryPolicy } from '../retry/retry-policy';
 import type { RateLimit } from '../flow-control/rate-limit.middleware';
 import type { DeadlineSettings } from '../flow-control/deadline.middleware';
+import type { ConsumerLane } from '../lanes/lane.options';
 
 /** What `host.getType()` says inside a handler's enhancers. */
 export type HandlerContextType = 'rmq' | 'rpc';
@@ -12,7 +13,7 @@ export type HandlerContextType = 'rmq' | 'rpc';
  * Everything one consumer runs with: its `@Consume()` options over the module's defaults, resolved and
  * validated once at startup (consuming/consumer-planner.ts) and frozen. Topology, the runner and every pipeline
  * stage read their settings here; nothing reads the decorator's options again. A key-ordered `@Consume()` is one
- * plan per partition.
+ * plan per partition, a consumer with lanes one plan per lane.
  */
 export interface ConsumerPlan {
   /** `Class.method`, recorded as the handler in logs, metrics and dead-letter headers. */
@@ -28,20 +29,27 @@ export interface ConsumerPlan {
   /** The key of the Nest module that holds the instance: its guards, interceptors and pipes resolve there. */
   readonly moduleKey?: string;
 
-  /** The durable queue this consumer reads (a partition queue `<queue>.p007` when ordered by key). */
+  /** The durable queue this consumer reads (a partition queue `<queue>.p007` when ordered by key, `<queue>.<lane>` for a lane). */
   readonly queue: string;
   /** Its dead-letter queue, `<queue>.dlq`. */
   readonly deadLetterQueue: string;
   /** The events exchange the queue is bound to. */
   readonly exchange: string;
-  /** Routing keys bound on the exchange: the message types and `routingKeys`; none for a partition queue. */
+  /** Routing keys bound on the exchange: the message types and `routingKeys`; none for a partition or lane queue. */
   readonly bindings: readonly string[];
   /** `queueType`, default the module's `defaultQueueType` (quorum). */
   readonly queueType: QueueType;
   /** Every argument the queue is declared with: the module's own (dead-lettering, quorum backstop) win. */
   readonly queueArguments: Readonly<Record<string, unknown>>;
-  /** The arguments the consumer asks for on top of the module's own: `queueArguments`, and single-active-consumer when ordered. */
+  /**
+   * The arguments the consumer asks for on top of the module's own: `queueArguments`, `x-max-priority` for a
+   * classic queue with `maxPriority`, and single-active-consumer when ordered.
+   */
   readonly extraQueueArguments: Readonly<Record<string, unknown>>;
+  /** `maxPriority` (of the lane, else the consumer): undefined when its queue does not take priorities (the default). */
+  readonly maxPriority?: number;
+  /** The lane this plan runs when the consumer has lanes; undefined otherwise. */
+  readonly lane?: ConsumerLane;
 
   /** Handlers running at once: `concurrency`, default the module's `defaultConcurrency`; 1 when ordered. */
   readonly concurrency: number;
@@ -66,7 +74,8 @@ export interface ConsumerPlan {
   /**
    * Present when the consumer deduplicates through the inbox (`dedup`, default on with a `dataSource`). `scope` is
    * the queue its inbox rows are recorded under: the queue named in `@Consume()`, which the partitions of a
-   * key-ordered consumer share, since a key moves between partitions when their number changes.
+   * key-ordered consumer share, since a key moves between partitions when their number changes, and which the
+   * lanes of a consumer share, since one message may be published on two lanes.
    */
   readonly dedup?: { readonly scope: string };
   /**

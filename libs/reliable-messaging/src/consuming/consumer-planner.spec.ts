@@ -3,6 +3,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { DataSource } from 'typeorm';
 import { TopologyService } from '../amqp/topology.service';
 import { OrderingTopology } from '../ordering/ordering-topology.service';
+import { LaneTopology } from '../lanes/lane-topology.service';
 import { DelayTopology } from '../retry/delay-topology.service';
 import type { ConsumeOptions } from '../decorators/consume.decorator';
 import { MessageType } from '../decorators/message-type.decorator';
@@ -52,7 +53,12 @@ function plan(
   module: Partial<ReliableMessagingModuleOptions> = {},
 ): { plans: ConsumerPlan[]; warnings: string[] } {
   const options = resolveOptions({ urls: 'amqp://localhost', ...module });
-  const topology = new TopologyService(options, new DelayTopology(options), new OrderingTopology());
+  const topology = new TopologyService(
+    options,
+    new DelayTopology(options),
+    new OrderingTopology(),
+    new LaneTopology(),
+  );
   const warnings: string[] = [];
   const plans = planConsumers(consumers, {
     options,
@@ -277,6 +283,94 @@ describe('planConsumers', () => {
     expect(plans[2].queueArguments).toMatchObject({
       'x-single-active-consumer': true,
       'x-dead-letter-routing-key': 'billing.p002',
+    });
+  });
+
+  it("plans lanes as one consumer per lane queue, with its own settings over the consumer's, sharing one inbox scope", () => {
+    const { plans } = plan(
+      [
+        billing({
+          queue: 'receipt',
+          concurrency: 4,
+          queueType: 'classic',
+          lanes: {
+            urgent: { concurrency: 10, maxPriority: 5 },
+            bulk: { concurrency: 2, rateLimit: { limit: 5, periodMs: 1000 } },
+          },
+        }),
+      ],
+      { dataSource: A_DATA_SOURCE },
+    );
+
+    expect(
+      plans.map((p) => [
+        p.queue,
+        p.deadLetterQueue,
+        p.bindings,
+        p.concurrency,
+        p.prefetch,
+        p.rateLimit,
+        p.extraQueueArguments,
+        p.dedup,
+      ]),
+    ).toEqual([
+      [
+        'receipt.urgent',
+        'receipt.urgent.dlq',
+        [],
+        10,
+        10,
+        undefined,
+        { 'x-max-priority': 5 },
+        { scope: 'receipt' },
+      ],
+      ['receipt.bulk', 'receipt.bulk.dlq', [], 2, 2, { limit: 5, periodMs: 1000 }, {}, { scope: 'receipt' }],
+    ]);
+    expect(plans.map((p) => p.lane)).toEqual([
+      {
+        name: 'urgent',
+        baseQueue: 'receipt',
+        router: 'receipt.lanes',
+        fallback: 'receipt.lanes.default',
+        isDefault: true,
+        sourceBindings: ['order.placed'],
+        last: false,
+      },
+      expect.objectContaining({ name: 'bulk', isDefault: false, last: true }),
+    ]);
+    expect(plans[1].queueArguments).toMatchObject({ 'x-dead-letter-routing-key': 'receipt.bulk' });
+  });
+
+  it("orders each lane on its own with ordering 'queue', and takes defaultLane for messages without a lane", () => {
+    const { plans } = plan([
+      billing({ queue: 'receipt', ordering: 'queue', defaultLane: 'bulk', lanes: { urgent: {}, bulk: {} } }),
+    ]);
+
+    expect(plans.map((p) => [p.queue, p.concurrency, p.lane?.isDefault, p.ordering.mode])).toEqual([
+      ['receipt.urgent', 1, false, 'queue'],
+      ['receipt.bulk', 1, true, 'queue'],
+    ]);
+    expect(plans[0].queueArguments).toMatchObject({ 'x-single-active-consumer': true });
+  });
+
+  it('plans a lane ordered by key as partitions of the lane queue, fed by the lane router rather than the events exchange', () => {
+    const { plans } = plan([
+      billing({ queue: 'receipt', ordering: { by: 'key', partitions: 2 }, lanes: { urgent: {}, bulk: {} } }),
+    ]);
+
+    expect(plans.map((p) => [p.queue, p.bindings, p.lane?.name, p.lane?.last])).toEqual([
+      ['receipt.urgent.p000', [], 'urgent', false],
+      ['receipt.urgent.p001', [], 'urgent', false],
+      ['receipt.bulk.p000', [], 'bulk', true],
+      ['receipt.bulk.p001', [], 'bulk', true],
+    ]);
+    expect(plans[3].ordering).toEqual({
+      mode: 'key',
+      partitions: 2,
+      partition: 1,
+      baseQueue: 'receipt.bulk',
+      hashExchange: 'receipt.bulk',
+      sourceBindings: [],
     });
   });
 
@@ -553,6 +647,36 @@ describe('planConsumers', () => {
       [billing({ queue: 'billing', ordering: { by: 'key', partitions: 257 } })],
       {},
       `${PARTITIONS} 257${PARTITIONS_HINT}`,
+    ],
+    [
+      'lanes that are not an object',
+      [billing({ queue: 'receipt', lanes: ['urgent'] as never })],
+      {},
+      "@Consume on Billing.onOrderPlaced: 'lanes' must be an object of lane names, e.g. { urgent: { concurrency: 10 }, bulk: { concurrency: 2 } }",
+    ],
+    [
+      'a lane name with a dot',
+      [billing({ queue: 'receipt', lanes: { 'ur.gent': {} } })],
+      {},
+      "@Consume on Billing.onOrderPlaced lanes: a lane name is 1 to 64 characters of a-z, 0-9, '-' and '_', starting with a letter or digit, got 'ur.gent'",
+    ],
+    [
+      'a lane setting that does not exist',
+      [billing({ queue: 'receipt', lanes: { bulk: { deadlineMs: 5 } as never } })],
+      {},
+      "@Consume on Billing.onOrderPlaced: lane 'bulk' has no setting 'deadlineMs'; a lane sets concurrency, prefetch, rateLimit, maxPriority",
+    ],
+    [
+      'a default lane that is not a lane',
+      [billing({ queue: 'receipt', lanes: { urgent: {} }, defaultLane: 'bulk' })],
+      {},
+      '@Consume on Billing.onOrderPlaced: \'defaultLane\' "bulk" is not one of its lanes (urgent)',
+    ],
+    [
+      'a lane concurrency of 0',
+      [billing({ queue: 'receipt', lanes: { bulk: { concurrency: 0 } } })],
+      {},
+      "ReliableMessaging: 'Billing.onOrderPlaced lane 'bulk' concurrency' must be an integer from 1 to 10000, got 0",
     ],
     [
       'two consumers on one queue',

@@ -4,6 +4,8 @@ import { getMessageDefinition } from '../decorators/message-type.decorator';
 import { ConfigurationError } from '../errors/configuration.error';
 import { assertDeadline, maxDeadlineMs } from '../flow-control/deadline-limits';
 import type { RateLimit } from '../flow-control/rate-limit.middleware';
+import { consumerLane, resolveLanesOption } from '../lanes/lane-plan';
+import { laneQueueName } from '../lanes/lane.options';
 import { planConsumerOrdering, type QueueArgumentsBuilder } from '../ordering/ordering-plan';
 import { resolveOrderingOption } from '../ordering/ordering.options';
 import {
@@ -42,7 +44,7 @@ export function planConsumers(
   return plans;
 }
 
-/** The plans of one `@Consume()` handler: itself, or one per partition when ordered by key. */
+/** The plans of one `@Consume()` handler: itself, or one per lane, or one per partition when ordered by key. */
 export function planConsumer(discovered: DiscoveredConsumer, context: PlanningContext): ConsumerPlan[] {
   const { options: module, queueArguments, warn } = context;
   const { instance, methodName, options, contextType, moduleKey } = discovered;
@@ -72,13 +74,8 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
 
   const queueType = options.queueType ?? module.defaultQueueType;
   assertQueueType(`${name} queueType`, queueType);
-  const concurrency = options.concurrency ?? module.defaultConcurrency;
-  assertInteger(`${name} concurrency`, concurrency, 1, 10_000);
-  const prefetch = options.prefetch ?? module.defaultPrefetch ?? concurrency;
-  assertInteger(`${name} prefetch`, prefetch, 1, 65_535);
   const deadlineMs = options.deadlineMs ?? module.defaultDeadlineMs;
   assertDeadline(`${name} deadlineMs`, deadlineMs, module.consumerTimeoutMs);
-  const rateLimit = resolveRateLimit(options.rateLimit, where);
   const retry = new RetryPolicy(mergeRetryOptions(module.retry, options.retry, `${name} retry`));
   const dedup = resolveDedup(
     options.dedup,
@@ -87,35 +84,70 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
   );
   const ordering = resolveOrderingOption(options.ordering, where);
   const reply = resolveReply(options.reply, where);
+  const lanes = resolveLanesOption(options.lanes, options.defaultLane, where);
+  // A consumer with lanes runs one plan per lane, as ordering by key runs one per partition (and both, one per
+  // partition of each lane): each lane's settings over the consumer's, its own queue, and no binding of its own
+  // on the events exchange (the lane router has them, see LaneTopology).
+  const variants = lanes
+    ? lanes.lanes.map((lane, index) => ({
+        asked: { ...options, ...lane.options },
+        label: `${name} lane '${lane.name}'`,
+        queue: laneQueueName(queue, lane.name),
+        lane: consumerLane(queue, bindings, lanes, index),
+      }))
+    : [{ asked: options, label: name, queue, lane: undefined }];
 
-  const extraQueueArguments = { ...options.queueArguments };
-  const unordered: ConsumerPlan = {
-    name,
-    instance,
-    methodName,
-    contextType,
-    moduleKey,
-    queue,
-    deadLetterQueue: `${queue}.dlq`,
-    exchange: module.exchange,
-    bindings,
-    queueType,
-    queueArguments: queueArguments(queue, queueType, extraQueueArguments),
-    extraQueueArguments,
-    concurrency,
-    prefetch,
-    rateLimit,
-    deadline: { deadlineMs, limitMs: maxDeadlineMs(module.consumerTimeoutMs) },
-    messageClass,
-    messageTypes,
-    acceptedMajorVersions,
-    maxPayloadBytes: module.maxPayloadBytes,
-    retry,
-    dedup: dedup ? { scope: queue } : undefined,
-    reply,
-    ordering: { mode: 'none' },
-  };
-  return planConsumerOrdering(unordered, ordering, options, queueArguments, warn).map(freeze);
+  return variants
+    .flatMap(({ asked, label, queue: own, lane }) => {
+      const concurrency = asked.concurrency ?? module.defaultConcurrency;
+      assertInteger(`${label} concurrency`, concurrency, 1, 10_000);
+      const prefetch = asked.prefetch ?? module.defaultPrefetch ?? concurrency;
+      assertInteger(`${label} prefetch`, prefetch, 1, 65_535);
+      const rateLimit = resolveRateLimit(asked.rateLimit, lane ? `${where} lane '${lane.name}'` : where);
+      const maxPriority = asked.maxPriority;
+      if (maxPriority !== undefined) assertInteger(`${label} maxPriority`, maxPriority, 1, 255);
+      const extraQueueArguments: Record<string, unknown> = { ...asked.queueArguments };
+      // NOTE: a classic queue takes priorities only when declared with x-max-priority; a quorum queue takes no
+      // such argument (RabbitMQ 4.x gives it two levels always, 3.x ignores priorities on it), see docs/lanes.md.
+      if (maxPriority !== undefined && queueType === 'classic')
+        extraQueueArguments['x-max-priority'] = maxPriority;
+      const plan: ConsumerPlan = {
+        name,
+        instance,
+        methodName,
+        contextType,
+        moduleKey,
+        queue: own,
+        deadLetterQueue: `${own}.dlq`,
+        exchange: module.exchange,
+        bindings: lane ? [] : bindings,
+        queueType,
+        queueArguments: queueArguments(own, queueType, extraQueueArguments),
+        extraQueueArguments,
+        maxPriority,
+        lane,
+        concurrency,
+        prefetch,
+        rateLimit,
+        deadline: { deadlineMs, limitMs: maxDeadlineMs(module.consumerTimeoutMs) },
+        messageClass,
+        messageTypes,
+        acceptedMajorVersions,
+        maxPayloadBytes: module.maxPayloadBytes,
+        retry,
+        dedup: dedup ? { scope: queue } : undefined,
+        reply,
+        ordering: { mode: 'none' },
+      };
+      return planConsumerOrdering(
+        plan,
+        ordering,
+        { ...asked, queueArguments: extraQueueArguments },
+        queueArguments,
+        warn,
+      );
+    })
+    .map(freeze);
 }
 
 /** Each consumer owns its queue (and dead-letter queue): two handlers on one queue would take turns at random. */
@@ -193,6 +225,8 @@ function freeze(plan: ConsumerPlan): ConsumerPlan {
     plan.dedup,
     plan.ordering,
     plan.ordering.mode === 'key' ? plan.ordering.sourceBindings : undefined,
+    plan.lane?.sourceBindings,
+    plan.lane,
   ]) {
     if (part) Object.freeze(part);
   }

@@ -3,7 +3,7 @@ import { bodyText, type DeadLetter } from '../dead-letter/dead-letter-record';
 
 /** Which dead letters an operation applies to; every field given must match. An empty filter matches all. */
 export interface DeadLetterFilter {
-  /** The consumer queue (or its `<queue>.dlq`). Default: every dead-letter queue of the app's consumers. */
+  /** The consumer queue (or its `<queue>.dlq`; a consumer with lanes: its `@Consume()` queue for every lane, or one lane queue `<queue>.<lane>`). Default: every dead-letter queue of the app's consumers. */
   queue?: string;
   /** Only these message ids. */
   messageIds?: string[];

@@ -48,7 +48,7 @@ export class DeadLetterOperations {
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
   ) {}
 
-  /** The consumer queues of this app, each with a dead-letter queue `<queue>.dlq`. */
+  /** The consumer queues of this app (each lane's queue for a consumer with lanes), each with a dead-letter queue `<queue>.dlq`. */
   knownQueues(): string[] {
     return this.registry.discoveredConsumers.map((consumer) => consumer.queue);
   }
@@ -272,9 +272,15 @@ export class DeadLetterOperations {
     return scanDeadLetters(model, this.deadLetterQueues(filter.queue), filter, limit, onProgress, visit);
   }
 
+  /** The dead-letter queues to read: the named one, every lane's when it names a consumer with lanes, else all. */
   private deadLetterQueues(queue?: string): string[] {
-    if (queue !== undefined)
+    if (queue !== undefined) {
+      const lanes = this.registry.discoveredConsumers.filter(
+        (consumer) => consumer.lane?.baseQueue === queue,
+      );
+      if (lanes.length > 0) return lanes.map((lane) => lane.deadLetterQueue);
       return [queue.endsWith(DEAD_LETTER_QUEUE_SUFFIX) ? queue : `${queue}${DEAD_LETTER_QUEUE_SUFFIX}`];
+    }
     const queues = this.knownQueues();
     if (queues.length === 0) {
       throw new InvalidDeadLetterQueryError('this app has no @Consume() handlers; name the queue to read');

@@ -4,6 +4,7 @@ import { CONSUME_METADATA } from '../reliable-messaging.constants';
 import type { RetryOptions } from '../retry/retry.options';
 import type { RateLimit } from '../flow-control/rate-limit.middleware';
 import type { OrderingOption } from '../ordering/ordering.options';
+import type { LanesOption } from '../lanes/lane.options';
 
 /** Options of `@Consume()`. Defaults come from the module's options where named. */
 export interface ConsumeOptions {
@@ -56,6 +57,22 @@ export interface ConsumeOptions {
    * Default: false.
    */
   reply?: boolean;
+  /**
+   * Lanes (docs/lanes.md): one queue per lane, `<queue>.<lane>`, each with its own dead-letter queue, channel,
+   * concurrency, prefetch and rate limit (a lane's settings default to the consumer's), so that a backlog in one
+   * lane does not hold up another. A publisher picks the lane per message (`publish(m, { lane })`, or the class's
+   * `@MessageType({ lane })`); a message without a lane, or with one this consumer lacks, goes to `defaultLane`.
+   * The lanes share the consumer's inbox, retries and dead-letter handling. Default: none (one queue).
+   */
+  lanes?: LanesOption;
+  /** The lane messages without a lane go to. Default: the first lane in `lanes`. */
+  defaultLane?: string;
+  /**
+   * Message priorities the queue honours, 1 to 255 (publish with `{ priority }`): a classic queue is declared with
+   * `x-max-priority`; a quorum queue needs nothing declared and has two levels on RabbitMQ 4.x (priority 5 and above
+   * is high), none on 3.x (docs/lanes.md). Set per lane in `lanes`. Default: none.
+   */
+  maxPriority?: number;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Type } from '@nestjs/common';
 import { MESSAGE_TYPE_METADATA } from '../reliable-messaging.constants';
 import type { MessageClaimCheck } from '../claim-check/claim-check.options';
+import { assertLaneName } from '../lanes/lane.options';
 
 /** How a message class is named on the wire and how its business keys are derived. */
 export interface MessageTypeOptions<T = unknown> {
@@ -17,6 +18,11 @@ export interface MessageTypeOptions<T = unknown> {
    * reference, its size and SHA-256, and consumers get the full payload back (docs/claim-check.md). Default: none.
    */
   claimCheck?: MessageClaimCheck;
+  /**
+   * The lane its messages go to unless the publish call names one, e.g. `'bulk'` for a nightly export's
+   * messages (docs/lanes.md). Default: none (each consumer's default lane).
+   */
+  lane?: string;
 }
 
 /** A message definition with its version parsed. */
@@ -28,6 +34,7 @@ export interface MessageDefinition<T = unknown> extends Required<
   idempotencyKey?: (message: T) => string;
   orderingKey?: (message: T) => string;
   claimCheck?: MessageClaimCheck;
+  lane?: string;
 }
 
 /** A property name a claim check may store apart: an identifier, never one that reaches a prototype. */
@@ -69,6 +76,7 @@ export function MessageType<T>(options: MessageTypeOptions<T>): ClassDecorator {
       );
     }
   }
+  if (options.lane !== undefined) assertLaneName(options.lane, `@MessageType('${options.type}')`);
   return (target) => {
     const definition: MessageDefinition<T> = {
       target: target as unknown as Type<T>,
@@ -78,6 +86,7 @@ export function MessageType<T>(options: MessageTypeOptions<T>): ClassDecorator {
       idempotencyKey: options.idempotencyKey,
       orderingKey: options.orderingKey,
       claimCheck: claimCheck ? { ...claimCheck } : undefined,
+      lane: options.lane,
     };
     Reflect.defineMetadata(MESSAGE_TYPE_METADATA, definition, target);
   };

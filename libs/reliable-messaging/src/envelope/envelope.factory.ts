@@ -8,6 +8,7 @@ import { getMessageDefinition, parseSchemaVersion } from '../decorators/message-
 import { PayloadTooLargeError } from '../errors/publish.error';
 import { ConfigurationError } from '../errors/configuration.error';
 import { MessageContextStorage } from '../context/message-context.storage';
+import { LaneDirectory } from '../lanes/lane-directory.service';
 import type { PublishOptions, RawMessage } from '../publishing/publish-options';
 import { injectCreationContext } from '../tracing/messaging-tracer';
 import { ClaimCheckWriter } from '../claim-check/claim-check-writer.service';
@@ -24,6 +25,7 @@ export class EnvelopeFactory {
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly contextStorage: MessageContextStorage,
     private readonly claimChecks: ClaimCheckWriter,
+    private readonly lanes: LaneDirectory,
   ) {}
 
   /**
@@ -32,7 +34,7 @@ export class EnvelopeFactory {
    */
   create(message: object, options: PublishOptions = {}, keyFallback?: 'message-id'): OutboundMessage {
     const messageId = uuidv7();
-    const { type, version, payload, idempotencyKey, orderingKey, claimCheck } = this.describe(
+    const { type, version, payload, idempotencyKey, orderingKey, claimCheck, lane } = this.describe(
       message,
       options,
       keyFallback === 'message-id' ? messageId : undefined,
@@ -56,6 +58,8 @@ export class EnvelopeFactory {
     // message without it to one fixed partition (or, on some versions, fails the publish). A message without a
     // key of its own gets its id: ordered only with itself, spread evenly over the partitions.
     headers[HEADERS.orderingKey] = orderingKey ?? messageId;
+    if (lane !== undefined) headers[HEADERS.lane] = this.lanes.check(type, lane);
+    const priority = optionalPriority(type, options.priority);
 
     const { wire: body, claimCheck: stored } = this.claimChecks.offload(
       type,
@@ -87,6 +91,7 @@ export class EnvelopeFactory {
         correlationId,
         appId: this.options.appId,
         timestamp: Math.floor(Date.now() / 1000),
+        ...(priority === undefined ? {} : { priority }),
         headers,
       },
     };
@@ -111,6 +116,7 @@ export class EnvelopeFactory {
           options.orderingKey ?? definition.orderingKey?.(message),
         ),
         claimCheck: definition.claimCheck,
+        lane: options.lane ?? definition.lane,
       };
     }
     const raw = message as Partial<RawMessage>;
@@ -130,6 +136,7 @@ export class EnvelopeFactory {
       idempotencyKey: requireKey(raw.type, options.idempotencyKey ?? raw.idempotencyKey ?? fallbackKey),
       orderingKey: optionalOrderingKey(raw.type, options.orderingKey ?? raw.orderingKey),
       claimCheck: undefined,
+      lane: options.lane ?? raw.lane,
     };
   }
 }
@@ -142,6 +149,16 @@ function optionalOrderingKey(type: string, key: string | undefined): string | un
     );
   }
   return key;
+}
+
+function optionalPriority(type: string, priority: unknown): number | undefined {
+  if (priority === undefined) return undefined;
+  if (typeof priority !== 'number' || !Number.isInteger(priority) || priority < 0 || priority > 255) {
+    throw new ConfigurationError(
+      `message '${type}': priority must be an integer from 0 to 255 (5 and above is high on quorum queues), got ${JSON.stringify(priority) ?? typeof priority}`,
+    );
+  }
+  return priority;
 }
 
 function requireKey(type: string, key: string | undefined): string {

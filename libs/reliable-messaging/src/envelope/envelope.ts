@@ -61,5 +61,7 @@ export interface OutboundProperties {
   timestamp?: number;
   /** Where a request's reply goes; set on requests and kept by their retries. */
   replyTo?: string;
+  /** The AMQP priority (`publish(m, { priority })`), kept by retries and dead letters. */
+  priority?: number;
   headers: Record<string, unknown>;
 }

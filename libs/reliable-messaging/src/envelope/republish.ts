@@ -5,7 +5,7 @@ import type { OutboundMessage } from './envelope';
 /**
  * The same message again, for the module to publish elsewhere (a retry, a redelivery checkpoint, a dead letter,
  * a replay): the same body and properties (message id, type, content type and encoding, correlation id, app id,
- * timestamp, and the reply-to address of a request, so that its retry can still answer) with the given
+ * timestamp, priority, and the reply-to address of a request, so that its retry can still answer) with the given
  * headers. The expiration of a request is not kept: a dead letter or a retry waiting in a delay level must not
  * vanish when its caller's timeout passes. A message without an id gets `fallbackMessageId`, else a new UUIDv7.
  */
@@ -29,6 +29,7 @@ export function republish(
       appId: text(properties.appId),
       timestamp: typeof properties.timestamp === 'number' ? properties.timestamp : undefined,
       replyTo: text(properties.replyTo),
+      priority: typeof properties.priority === 'number' ? properties.priority : undefined,
       headers,
     },
   };

@@ -1,3 +1,5 @@
+import { brokerVersionAtLeast } from '../amqp/broker-version';
+
 /** The first RabbitMQ version that takes `x-consumer-timeout` per consumer (and per queue). */
 export const CONSUMER_TIMEOUT_ARGUMENT_SINCE = [3, 12] as const;
 
@@ -6,17 +8,7 @@ export const CONSUMER_TIMEOUT_ARGUMENT_SINCE = [3, 12] as const;
  * only have the global `consumer_timeout` of rabbitmq.conf (30 minutes by default).
  */
 export function supportsConsumerTimeoutArgument(serverVersion: unknown): boolean {
-  const text =
-    typeof serverVersion === 'string'
-      ? serverVersion
-      : Buffer.isBuffer(serverVersion)
-        ? serverVersion.toString()
-        : '';
-  const match = /^(\d+)\.(\d+)/.exec(text);
-  if (!match) return false;
-  const [major, minor] = [Number(match[1]), Number(match[2])];
-  const [sinceMajor, sinceMinor] = CONSUMER_TIMEOUT_ARGUMENT_SINCE;
-  return major > sinceMajor || (major === sinceMajor && minor >= sinceMinor);
+  return brokerVersionAtLeast(serverVersion, CONSUMER_TIMEOUT_ARGUMENT_SINCE);
 }
 
 /**

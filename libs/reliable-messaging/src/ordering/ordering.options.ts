@@ -21,11 +21,11 @@ export type ConsumerOrdering =
       partitions: number;
       /** Which of them this consumer reads, from 0. */
       partition: number;
-      /** The queue named in `@Consume()`: the partitions are `<queue>.p000` and on. */
+      /** The queue named in `@Consume()`, or the lane's queue: the partitions are `<queue>.p000` and on. */
       baseQueue: string;
       /** The consistent-hash exchange that spreads the consumer's messages over its partitions. */
       hashExchange: string;
-      /** Routing keys the hash exchange is bound with on the events exchange (the consumer's bindings). */
+      /** Routing keys the hash exchange is bound with on the events exchange (the consumer's bindings); none for a lane, whose router feeds it. */
       sourceBindings: readonly string[];
     };
 

@@ -19,6 +19,19 @@ export interface PublishOptions {
   routingKey?: string;
   /** Exchange. Default: the module's events exchange. */
   exchange?: string;
+  /**
+   * The lane the message goes to on consumers with lanes (docs/lanes.md), carried in the `rm-lane` header; a
+   * consumer without that lane, or without lanes, takes it as any other message. Must be a lane this app knows (its
+   * consumers' lanes and the module's `lanes` option). Default: the message class's `@MessageType({ lane })`, else
+   * none (each consumer's default lane).
+   */
+  lane?: string;
+  /**
+   * The AMQP priority, an integer from 0 to 255: honoured by queues declared with `maxPriority` (classic), and by
+   * quorum queues on RabbitMQ 4.x in two levels (5 and above is high); ignored elsewhere (docs/lanes.md). Default:
+   * none (the lowest).
+   */
+  priority?: number;
   /** Extra string headers. Names starting with `rm-` are reserved and refused. */
   headers?: Record<string, string>;
   /** The transaction to write the outbox row in. Default: the transaction active in async context. */
@@ -35,4 +48,6 @@ export interface RawMessage {
   idempotencyKey?: string;
   /** Its ordering key, as a class's `orderingKey(message)` gives it; the publish options' key overrides it. */
   orderingKey?: string;
+  /** Its lane, as a class's `@MessageType({ lane })` gives it; the publish options' lane overrides it. */
+  lane?: string;
 }

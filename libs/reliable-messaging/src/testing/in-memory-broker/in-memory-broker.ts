@@ -68,6 +68,8 @@ interface Exchange {
   readonly type: ExchangeType;
   readonly flags: DeclaredFlags;
   readonly bindings: Binding[];
+  /** Where a message this exchange routes nowhere goes instead (`alternate-exchange`). */
+  readonly alternate?: string;
 }
 
 interface Queue {
@@ -91,7 +93,7 @@ const MAX_TTL_MS = 2 ** 32 - 1;
 
 /**
  * A RabbitMQ broker in memory, for tests that need the module's topology without a broker: exchanges of the
- * types the module declares (with exchange-to-exchange bindings), queues with their TTL, dead-lettering
+ * types the module declares (with exchange-to-exchange bindings and alternate exchanges), queues with their TTL, dead-lettering
  * (`x-death` kept as RabbitMQ keeps it), delivery limits and single active consumers, and consumers bounded by
  * their prefetch. Time is virtual: messages expire when `advance(ms)` moves the clock past their TTL, so a
  * retry waiting in a delay level comes back without the test waiting for it. Direct reply-to works as on
@@ -133,11 +135,16 @@ export class InMemoryBroker {
   }
 
   /** Declares an exchange; one declared again must have the same type and flags (see equivalence.ts). */
-  assertExchange(name: string, type: ExchangeType, flags: DeclaredFlags = DEFAULT_FLAGS): void {
+  assertExchange(
+    name: string,
+    type: ExchangeType,
+    flags: DeclaredFlags = DEFAULT_FLAGS,
+    alternate?: string,
+  ): void {
     const existing = this.exchanges.get(name);
     const refusal = existing && exchangeInequivalence(name, existing, type, flags);
     if (refusal) throw new AmqpError(406, refusal);
-    if (!existing) this.exchanges.set(name, { type, flags: { ...flags }, bindings: [] });
+    if (!existing) this.exchanges.set(name, { type, flags: { ...flags }, bindings: [], alternate });
   }
 
   checkExchange(name: string): void {
@@ -325,9 +332,13 @@ export class InMemoryBroker {
     visited.add(name);
     const exchange = this.exchanges.get(name);
     if (!exchange) throw new AmqpError(404, `NOT_FOUND - no exchange '${name}' in vhost '/'`);
-    for (const binding of route(exchange.type, exchange.bindings, routingKey, headers)) {
+    const bindings = route(exchange.type, exchange.bindings, routingKey, headers);
+    for (const binding of bindings) {
       if (binding.toExchange) this.routeInto(binding.destination, routingKey, headers, reached, visited);
       else reached.add(binding.destination);
+    }
+    if (bindings.length === 0 && exchange.alternate && this.exchanges.has(exchange.alternate)) {
+      this.routeInto(exchange.alternate, routingKey, headers, reached, visited);
     }
   }
 

@@ -49,7 +49,15 @@ export class InMemoryChannel extends EventEmitter {
     options: Options.AssertExchange = {},
   ): Promise<{ exchange: string }> {
     return this.run(() => {
-      this.broker.assertExchange(exchange, type as ExchangeType, flagsOf(options));
+      const alternate: unknown =
+        options.alternateExchange ??
+        (options.arguments as Record<string, unknown> | undefined)?.['alternate-exchange'];
+      this.broker.assertExchange(
+        exchange,
+        type as ExchangeType,
+        flagsOf(options),
+        typeof alternate === 'string' ? alternate : undefined,
+      );
       return { exchange };
     });
   }

@@ -46,6 +46,27 @@ class StockLevels {
   }
 }
 
+@MessageType({ type: 'stock.reorder', idempotencyKey: (m: Reorder) => `reorder:${m.sku}` })
+class Reorder {
+  @IsString() sku!: string;
+}
+
+@Injectable()
+class Reorders {
+  readonly handled: string[] = [];
+
+  @Consume({
+    queue: 'stock.reorder',
+    lanes: { urgent: {}, bulk: { concurrency: 1 } },
+    retry: { maxAttempts: 2, initialDelayMs: 1_000, maxDelayMs: 1_000 },
+  })
+  async onReorder(event: Reorder, ctx: MessageContext): Promise<void> {
+    if (event.sku.startsWith('broken') && ctx.attempt === 1) throw new Error('the supplier is away');
+    this.handled.push(`${event.sku}@${ctx.queue}:${ctx.attempt}`);
+    await Promise.resolve();
+  }
+}
+
 /** Waits, on the real clock, until `done` holds; the module's own steps (confirms, acks) take a few ticks. */
 async function until(what: string, done: () => boolean): Promise<void> {
   for (let i = 0; i < 500; i++) {
@@ -75,7 +96,7 @@ describe('the module on the in-memory broker', () => {
           metricsRegistry: new Registry(),
         }),
       ],
-      providers: [StockHandler, StockLevels],
+      providers: [StockHandler, StockLevels, Reorders],
     })
     class StockModule {}
     app = await NestFactory.createApplicationContext(StockModule, { logger: false });
@@ -127,5 +148,26 @@ describe('the module on the in-memory broker', () => {
     await expect(publisher.request(level('retired'), { timeoutMs: 2_000 })).rejects.toEqual(
       new RemoteHandlerError('stock.level', 'NonRetryableError', 'sku retired is retired'),
     );
+  });
+
+  it('routes by lane, takes a message without one on the default lane, and retries a bulk message on the bulk lane', async () => {
+    const publisher = app.get(MessagePublisher);
+    const reorders = app.get(Reorders);
+    const reorder = (sku: string) => Object.assign(new Reorder(), { sku });
+
+    await publisher.publish(reorder('a'), { lane: 'bulk' });
+    await publisher.publish(reorder('b'));
+    await publisher.publish(reorder('broken'), { lane: 'bulk' });
+    // The clock moves on at every look, so the retry comes back whenever it reached its delay level.
+    await until('the retry handled', () => {
+      broker.advance(2_000);
+      return reorders.handled.length === 3;
+    });
+
+    expect(reorders.handled.sort()).toEqual([
+      'a@stock.reorder.bulk:1',
+      'b@stock.reorder.urgent:1',
+      'broken@stock.reorder.bulk:2',
+    ]);
   });
 });
