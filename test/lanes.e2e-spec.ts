@@ -256,6 +256,26 @@ describe('lanes: one consumer, a queue per lane', () => {
     expect(deadLetters.map((d) => [d.idempotencyKey, d.queue, d.deadLetterQueue])).toEqual([
       ['receipt:doomed', `${RECEIPTS}.bulk`, `${RECEIPTS}.bulk.dlq`],
     ]);
+
+    // Replayed by the consumer's queue, it runs on the bulk lane again (and, failing again, comes back).
+    const replayed = await operations.replay({ queue: RECEIPTS }, { actor: 'lanes-spec' });
+    expect({ replayed: replayed.messageIds.length, failures: replayed.failures }).toEqual({
+      replayed: 1,
+      failures: [],
+    });
+    await waitFor(
+      'the replayed message tried twice more and dead-lettered again',
+      async () =>
+        handler.started.filter((e) => e.id === 'doomed').length === 4 &&
+        (await broker.queueDepth(`${RECEIPTS}.bulk.dlq`)) === 1,
+    );
+    expect(handler.started.filter((e) => e.id === 'doomed').map((e) => [e.queue, e.attempt])).toEqual([
+      [`${RECEIPTS}.bulk`, 1],
+      [`${RECEIPTS}.bulk`, 2],
+      [`${RECEIPTS}.bulk`, 1],
+      [`${RECEIPTS}.bulk`, 2],
+    ]);
+    expect(await broker.queueDepth(`${RECEIPTS}.urgent.dlq`)).toBe(0);
   });
 
   it('handles one idempotency key once across lanes: one inbox for the consumer', async () => {

@@ -52,10 +52,13 @@ const PAST_DEADLINE_GRACE_MS = 1000;
  *
  * Shutdown (SIGTERM), one sequence; from step 2 on, all within `shutdownTimeoutMs` (keep it below Kubernetes'
  * terminationGracePeriodSeconds):
- * 1. readiness goes down, and ordered consumers stop waiting between in-place retries (their delivery goes back
- *    to the head of its queue). This runs from Nest's first shutdown hook, while other modules' hooks still run;
- * 2. every consumer cancels its subscription, so the broker sends nothing more, and deliveries held for a
- *    database outage go back to their queues as fresh copies at once;
+ * 1. readiness goes down, and ordered consumers stop waiting between in-place retries (their delivery is left
+ *    for the channel's close to return to the head of its queue). This runs from Nest's first shutdown hook,
+ *    while other modules' hooks still run;
+ * 2. every unordered consumer cancels its subscription, so the broker sends nothing more, and deliveries held
+ *    for a database outage go back to their queues as fresh copies at once; an ordered consumer keeps its
+ *    subscription and starts nothing more, so that the next replica gets its queue only when its channel closes
+ *    (ConsumerRunner.stop);
  * 3. in-flight handlers finish and are acknowledged, up to the deadline; at the deadline the handlers still
  *    running have their `ctx.signal` aborted, and their deliveries go back to the broker as the consumer
  *    channels close (the log says how many);
