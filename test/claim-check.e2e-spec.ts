@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -18,6 +18,7 @@ import {
 import {
   ClaimCheckPruner,
   ClaimCheckStoreUnavailableError,
+  FILESYSTEM_STORE_MARKER,
   FilesystemClaimCheckStore,
   PostgresClaimCheckStore,
   S3ClaimCheckStore,
@@ -150,16 +151,18 @@ const CASES: StoreCase[] = [
     scheme: /^file:\d{10}-[0-9a-f-]{36}$/,
     transactional: false,
     async setUp() {
+      await mkdir(join(directory, 'bodies'));
+      await writeFile(join(directory, 'bodies', FILESYSTEM_STORE_MARKER), '');
       return { store: new FilesystemClaimCheckStore(join(directory, 'bodies')), options: {} };
     },
     outage: {
-      // The volume is gone: a file where the directory was, so neither a write nor a read can reach it.
+      // The volume is unmounted: an empty directory where it was mounted, without the store's marker.
       async down() {
         await rename(join(directory, 'bodies'), join(directory, 'bodies.away'));
-        await writeFile(join(directory, 'bodies'), 'not a directory');
+        await mkdir(join(directory, 'bodies'));
       },
       async up() {
-        await rm(join(directory, 'bodies'));
+        await rm(join(directory, 'bodies'), { recursive: true });
         await rename(join(directory, 'bodies.away'), join(directory, 'bodies'));
       },
     },

@@ -5,6 +5,7 @@ import { ConsumerConnection } from '@app/reliable-messaging/operations';
 import { TopologyService } from '@app/reliable-messaging/amqp/topology.service';
 import type { ConsumerPlan } from '@app/reliable-messaging/consuming/consumer-plan';
 import { ConsumerRunner } from '@app/reliable-messaging/consuming/consumer-runner';
+import type { MessageHandler } from '@app/reliable-messaging/pipeline/message-middleware';
 import { OrderingTopology } from '@app/reliable-messaging/ordering/ordering-topology.service';
 import { LaneTopology } from '@app/reliable-messaging/lanes/lane-topology.service';
 import type { DelayTopology } from '@app/reliable-messaging/retry/delay-topology.service';
@@ -80,7 +81,12 @@ describe('a consumer stopped while it (re)subscribes', () => {
     (await (await broker.openChannel()).checkQueue(queue)).consumerCount;
 
   /** A runner on a classic queue, declared here; its handler waits at `handling` when given one. */
-  const runnerOn = async (scenario: string, handling?: Latch) => {
+  const runnerOn = async (
+    scenario: string,
+    handling?: Latch,
+    own: Partial<ConsumerPlan> = {},
+    handler: MessageHandler = async () => handling?.pass(),
+  ) => {
     const queue = broker.name(scenario);
     const definition: ConsumerPlan = {
       name: `StopRace.${scenario}`,
@@ -103,10 +109,11 @@ describe('a consumer stopped while it (re)subscribes', () => {
       retry: new RetryPolicy(options.retry),
       reply: false,
       ordering: { mode: 'none' },
+      ...own,
     };
     broker.track(definition.deadLetterQueue);
     await topology.declareOne(connection.model!, definition);
-    const runner = new ConsumerRunner(definition, async () => handling?.pass(), connection, topology);
+    const runner = new ConsumerRunner(definition, handler, connection, topology);
     return { queue, runner };
   };
 
@@ -180,4 +187,35 @@ describe('a consumer stopped while it (re)subscribes', () => {
       });
     },
   );
+
+  it('returns a delivery an ordered runner gives back, and the ones fetched after it, in their order', async () => {
+    const started: string[] = [];
+    const gaveBack = new Set<string>();
+    const ordered = { mode: 'queue' } as const;
+    const { queue, runner } = await runnerOn(
+      'given-back',
+      undefined,
+      { ordering: ordered, prefetch: 3 },
+      async (delivery) => {
+        const body = delivery.raw.content.toString();
+        started.push(body);
+        if (body === 'first' && !gaveBack.has(body)) {
+          // Wait until the two behind it are fetched, then give it back (as a hold past its limit does).
+          await waitFor('three deliveries fetched', async () => (await broker.queueDepth(queue)) === 0);
+          gaveBack.add(body);
+          delivery.giveBack();
+          return;
+        }
+        delivery.ack();
+      },
+    );
+    for (const body of ['first', 'second', 'third']) await broker.publishRaw({ queue }, body);
+
+    await runner.start(connection.model!);
+    await waitFor('all three handled', () => started.filter((body) => body !== 'first').length === 2);
+    await runner.stop(Date.now() + 5_000);
+
+    // Requeued instead, 'first' would have come back after the two already fetched behind it.
+    expect(started).toEqual(['first', 'first', 'second', 'third']);
+  });
 });

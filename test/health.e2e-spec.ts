@@ -107,7 +107,9 @@ describe('health endpoints', () => {
     let running: Awaited<ReturnType<typeof startApp>>;
 
     beforeAll(async () => {
-      running = await startApp();
+      // A reconnect delay of 2 to 4 s (with the jitter pinned high below) keeps the app disconnected long enough
+      // for a probe to see it, also on a loaded machine; the module's default is a few hundred milliseconds.
+      running = await startApp({ reconnect: { initialDelayMs: 2_000, maxDelayMs: 4_000 } });
     });
     afterAll(async () => {
       running.consumer.releaseAll();

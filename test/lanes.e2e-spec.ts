@@ -258,7 +258,7 @@ describe('lanes: one consumer, a queue per lane', () => {
     ]);
 
     // Replayed by the consumer's queue, it runs on the bulk lane again (and, failing again, comes back).
-    const replayed = await operations.replay({ queue: RECEIPTS }, { actor: 'lanes-spec' });
+    const replayed = await operations.replay({ queue: RECEIPTS, all: true }, { actor: 'lanes-spec' });
     expect({ replayed: replayed.messageIds.length, failures: replayed.failures }).toEqual({
       replayed: 1,
       failures: [],

@@ -124,23 +124,26 @@ describe('test-broker against the real RabbitMQ', () => {
     expect(await broker.waitForMessages(queue, 1, 5_000)).toHaveLength(1);
   });
 
-  it('deletes every queue and exchange under its prefix, including ones it did not name', async () => {
+  it('deletes every queue and exchange it named or tracked, and leaves the rest to the run-wide sweep', async () => {
     const other = await TestBroker.connect();
     const channel = await other.openChannel();
     const named = other.name('named');
-    const unnamed = `${other.prefix}.declared-by-the-app`;
-    await channel.assertQueue(named, { durable: false });
-    await channel.assertQueue(unnamed, { durable: false });
+    const tracked = `${other.prefix}.declared-by-the-app`;
+    const untracked = `${other.prefix}.left-for-the-sweep`;
+    other.track(tracked);
+    for (const queue of [named, tracked, untracked]) await channel.assertQueue(queue, { durable: false });
     await channel.assertExchange(other.name('exchange'), 'fanout', { durable: false });
 
     await other.deleteByPrefix();
 
-    for (const queue of [named, unnamed]) {
+    for (const queue of [named, tracked]) {
       await expect(other.queueDepth(queue)).rejects.toThrow(/NOT_FOUND/);
     }
     await expect((await other.openChannel()).checkExchange(`${other.prefix}.exchange`)).rejects.toThrow(
       /NOT_FOUND/,
     );
+    expect(await other.queueDepth(untracked)).toBe(0);
+    await (await other.openChannel()).deleteQueue(untracked);
     await other.close();
   });
 });

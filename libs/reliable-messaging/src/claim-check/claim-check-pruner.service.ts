@@ -2,13 +2,14 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { BatchedPruner } from '../database/batched-pruner';
+import { anyMessageTypeUsesClaimCheck } from '../decorators/message-type.decorator';
 import type { ClaimCheckStoreStats } from './claim-check-store';
 
 /**
  * Deletes claim-checked bodies past their time to live (`claimCheck.timeToLiveMs`), every
- * `claimCheck.pruneIntervalMs`, in batches, in every process with a claim-check store (MessagingLifecycle starts
- * and stops it). Replicas pruning at once delete different rows or the same rows twice, both harmless. Also reads
- * the store's size for the metrics.
+ * `claimCheck.pruneIntervalMs`, in batches, in every process that uses the claim check (module options or a
+ * message class) and has a store; MessagingLifecycle starts and stops it. Replicas pruning at once delete
+ * different rows or the same rows twice, both harmless. Also reads the store's size for the metrics.
  */
 @Injectable()
 export class ClaimCheckPruner {
@@ -16,8 +17,10 @@ export class ClaimCheckPruner {
   private readonly pruner?: BatchedPruner;
 
   constructor(@Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions) {
-    const { store, pruneIntervalMs } = options.claimCheck;
-    if (store) {
+    const { store, pruneIntervalMs, configured } = options.claimCheck;
+    // Only in an app that uses the claim check: the default PostgreSQL store of an app with a dataSource serves
+    // only to read claim-checked messages otherwise, and its table may not even be migrated.
+    if (store && (configured || anyMessageTypeUsesClaimCheck())) {
       this.pruner = new BatchedPruner(
         `expired claim-check bodies (${store.kind})`,
         pruneIntervalMs,
@@ -27,7 +30,7 @@ export class ClaimCheckPruner {
     }
   }
 
-  /** True when the module has a claim-check store. */
+  /** True when the app uses the claim check and has a store: pruning and the store's metrics run. */
   get enabled(): boolean {
     return this.pruner !== undefined;
   }

@@ -40,6 +40,8 @@ export interface MessageClaimCheck {
 
 /** Claim-check options with every default applied; `store` is undefined when the module has none. */
 export interface ResolvedClaimCheckOptions {
+  /** Whether the module's own options set `claimCheck`; message classes may turn it on besides. */
+  configured: boolean;
   store?: ClaimCheckStore;
   thresholdBytes?: number;
   maxBodyBytes: number;
@@ -64,6 +66,7 @@ export function resolveClaimCheckOptions(
   }
   const own = options ?? {};
   const resolved: ResolvedClaimCheckOptions = {
+    configured: options !== undefined,
     store: own.store ?? (dataSource ? new PostgresClaimCheckStore(dataSource) : undefined),
     thresholdBytes: own.thresholdBytes,
     maxBodyBytes: own.maxBodyBytes ?? DEFAULT_CLAIM_CHECK_MAX_BODY_BYTES,
@@ -81,8 +84,10 @@ export function resolveClaimCheckOptions(
   assertInteger('claimCheck.maxBodyBytes', resolved.maxBodyBytes, 1, 2 * 1024 * 1024 * 1024 - 1);
   assertInteger('claimCheck.timeToLiveMs', resolved.timeToLiveMs, 1000, 10 * 365 * 24 * 3_600_000);
   assertInteger('claimCheck.pruneIntervalMs', resolved.pruneIntervalMs, 1000, 24 * 3_600_000);
+  // Checked where the app turns the claim check on itself: an app that only reads claim-checked messages, or none,
+  // is not held to it.
   const retrying = retry.maxAttempts * retry.maxDelayMs;
-  if (resolved.timeToLiveMs < retrying) {
+  if (resolved.configured && resolved.timeToLiveMs < retrying) {
     throw new ConfigurationError(
       `ReliableMessagingModule: 'claimCheck.timeToLiveMs' (${resolved.timeToLiveMs} ms) is shorter than the retry ` +
         `schedule (retry.maxAttempts × retry.maxDelayMs = ${retrying} ms): a retried message would lose its body. ` +

@@ -25,6 +25,14 @@ describe('resolveClaimCheckOptions', () => {
     expect(resolved.store).toBeInstanceOf(PostgresClaimCheckStore);
   });
 
+  it('does not hold an app that does not configure the claim check to its time to live', () => {
+    const longRetries = { maxAttempts: 20, maxDelayMs: 86_400_000 };
+    expect(() => resolveClaimCheckOptions(undefined, {} as DataSource, longRetries)).not.toThrow();
+    expect(() => resolveClaimCheckOptions({}, {} as DataSource, longRetries)).toThrow(
+      /shorter than the retry schedule/,
+    );
+  });
+
   it('has no store without a dataSource when the claim check is not configured', () => {
     expect(resolveClaimCheckOptions(undefined, undefined, RETRY).store).toBeUndefined();
   });

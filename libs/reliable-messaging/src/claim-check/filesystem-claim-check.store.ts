@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import { ConfigurationError } from '../errors/configuration.error';
 import { ClaimCheckStoreUnavailableError } from '../errors/claim-check-store-unavailable.error';
@@ -15,11 +15,17 @@ import {
 } from './claim-check-store';
 
 const SCHEME = 'file:';
+/** The file that says the directory is the store itself, not an empty mount point whose volume is missing. */
+export const FILESYSTEM_STORE_MARKER = '.rm-claim-check';
 
 /**
  * Bodies as files in one directory, for a volume every publisher and consumer mounts. A file is named after its
  * expiry and id (`<expiry epoch s>-<uuid>`), written under a temporary name and renamed, so a reader never sees
  * half a body. References look like `file:<name>`, never a path: the directory is this store's configuration.
+ *
+ * The directory must hold the marker file `.rm-claim-check`, created once with the volume (`touch`). Without it
+ * the store counts as unavailable: an unmounted volume leaves an empty mount point, where a publisher would
+ * write bodies no other pod sees and a consumer would take every body for missing and dead-letter it.
  */
 export class FilesystemClaimCheckStore implements ClaimCheckStore {
   readonly kind = 'filesystem';
@@ -44,8 +50,8 @@ export class FilesystemClaimCheckStore implements ClaimCheckStore {
 
   async put(location: string, body: Buffer): Promise<void> {
     const temporary = join(this.directory, `.${location}.${randomBytes(4).toString('hex')}.tmp`);
+    await this.requireMarker();
     await this.run(async () => {
-      await mkdir(this.directory, { recursive: true });
       await writeFile(temporary, body, { flag: 'wx' });
       await rename(temporary, join(this.directory, location));
     });
@@ -55,9 +61,10 @@ export class FilesystemClaimCheckStore implements ClaimCheckStore {
     try {
       return await readFile(join(this.directory, location));
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && (await this.directoryExists()))
-        return undefined;
-      throw this.unavailable(error);
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw this.unavailable(error);
+      // Missing only where the store really is; an empty mount point is an outage, not a missing body.
+      await this.requireMarker();
+      return undefined;
     }
   }
 
@@ -95,8 +102,13 @@ export class FilesystemClaimCheckStore implements ClaimCheckStore {
     return entries.filter((name) => OBJECT_NAME.test(name));
   }
 
-  private async directoryExists(): Promise<boolean> {
-    return (await stat(this.directory).catch(() => undefined))?.isDirectory() === true;
+  private async requireMarker(): Promise<void> {
+    const marker = join(this.directory, FILESYSTEM_STORE_MARKER);
+    if ((await stat(marker).catch(() => undefined))?.isFile()) return;
+    throw new ClaimCheckStoreUnavailableError(
+      this.kind,
+      `${marker} is missing: the volume is not mounted, or the directory was never set up (create the marker once with the volume)`,
+    );
   }
 
   private async run<T>(operation: () => Promise<T>): Promise<T> {

@@ -178,16 +178,22 @@ export class S3ClaimCheckStore implements ClaimCheckStore {
     }
   }
 
-  /** A network failure or a server error is an outage; a refusal (403, a wrong bucket) is the caller's to see. */
+  /**
+   * An outage unless the request itself was wrong: no answer, a server error, and also credentials refused
+   * (401, 403), a bucket that is not there (404 NoSuchBucket), a timeout or throttling (408, 429). None of those
+   * is the message's fault, so none may spend its attempts or dead-letter it. Another 4xx is the caller's to see.
+   */
   private classify(error: unknown): unknown {
     const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-    if (status !== undefined && status < 500) return error;
+    if (status !== undefined && status < 500 && !OUTAGE_STATUSES.has(status)) return error;
     return new ClaimCheckStoreUnavailableError(this.kind, errorMessage(error), { cause: error });
   }
 }
 
+/** 4xx answers that say the store cannot serve anyone right now, not that this request was wrong. */
+const OUTAGE_STATUSES = new Set([401, 403, 404, 408, 429]);
+
+/** Only `NoSuchKey` says the body is missing; a 404 for a missing bucket is an outage (see `classify`). */
 function isMissing(error: unknown): boolean {
-  const name = (error as { name?: string }).name;
-  const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-  return name === 'NoSuchKey' || name === 'NotFound' || status === 404;
+  return (error as { name?: string }).name === 'NoSuchKey';
 }

@@ -661,6 +661,12 @@ describe('planConsumers', () => {
       "@Consume on Billing.onOrderPlaced lanes: a lane name is 1 to 64 characters of a-z, 0-9, '-' and '_', starting with a letter or digit, got 'ur.gent'",
     ],
     [
+      "a lane named 'dlq', whose queue would pass for a dead-letter queue",
+      [billing({ queue: 'receipt', lanes: { urgent: {}, dlq: {} } })],
+      {},
+      "@Consume on Billing.onOrderPlaced lanes: 'dlq' cannot name a lane: the lane's queue '<queue>.dlq' would take a name the module gives other things ('dlq' dead-letter queues, 'lanes' the lane router, 'p000' to 'p999' partitions)",
+    ],
+    [
       'a lane setting that does not exist',
       [billing({ queue: 'receipt', lanes: { bulk: { deadlineMs: 5 } as never } })],
       {},

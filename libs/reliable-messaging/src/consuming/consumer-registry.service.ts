@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { ChannelModel } from 'amqplib';
 import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { TopologyService } from '../amqp/topology.service';
+import { OrderedRetry } from '../ordering/ordered-retry.service';
 import { ReliabilityPipeline } from '../pipeline/reliability-pipeline';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
@@ -20,6 +21,7 @@ export class ConsumerRegistry {
     private readonly topology: TopologyService,
     private readonly pipeline: ReliabilityPipeline,
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+    private readonly ordered: OrderedRetry,
   ) {}
 
   /** Registers the discovered consumers; their pipelines are built here, once. */
@@ -34,6 +36,7 @@ export class ConsumerRegistry {
           this.connection,
           this.topology,
           this.options.consumerTimeoutMs,
+          this.ordered.signal,
         ),
     );
   }

@@ -58,18 +58,13 @@ export class ConsumerRunner {
   /** Aborted when the drain begins: deliveries held for an outage go back to their queue at once. */
   private readonly draining = sharedAbortController();
   private readonly holdLimitMs: number;
-  /** One message at a time in the queue's (or partition's) order: see `stop()` and `returnBehind`. */
+  /** One message at a time in the queue's (or partition's) order: see `stop()` and `runOrdered()`. */
   private readonly ordered: boolean;
-  /** The last delivery tag the channel delivered, for an ordered consumer's `returnBehind`. */
-  private lastDelivered?: { channel: Channel; tag: number };
   /**
-   * Set when an ordered consumer's delivery went back to the broker unacknowledged: the deliveries that channel
-   * delivered after it, up to `throughTag`, go back the same way before any of them starts, in delivery order, so
-   * the broker has them again in their queue's order. Requeued ones go to the head of a quorum queue in the order
-   * they are returned (its `x-delivery-limit`, which the module sets, keeps them at the head on RabbitMQ 3.x);
-   * left ones come back in order when the channel closes.
+   * The channel on which an ordered consumer's delivery went back to the broker (left unacknowledged): nothing it
+   * delivered afterwards starts, and its close returns them all in delivery order.
    */
-  private returnBehind?: { channel: Channel; throughTag: number; how: 'requeued' | 'left' };
+  private givenBackOn?: Channel;
 
   constructor(
     readonly definition: ConsumerPlan,
@@ -78,6 +73,11 @@ export class ConsumerRunner {
     private readonly topology: TopologyService,
     /** The broker's acknowledgement timeout for this consumer, sent where the broker supports it. */
     private readonly consumerTimeoutMs?: number,
+    /**
+     * Aborts when the app starts shutting down, before `stop()`: an ordered consumer starts nothing more from
+     * then on, and leaves a message given back for the stop's channel close rather than resubscribing.
+     */
+    private readonly appStopping: AbortSignal = new AbortController().signal,
   ) {
     this.slots = pLimit(definition.concurrency);
     this.ordered = isOrdered(definition);
@@ -129,6 +129,7 @@ export class ConsumerRunner {
       delivery.abort.abort(reason);
     }
     this.channel = undefined;
+    this.consumerTag = undefined;
     this.acks?.flush();
     if (channel) await channel.close().catch(() => undefined);
     return { completed: this.completed - before, abandoned };
@@ -197,7 +198,6 @@ export class ConsumerRunner {
     }
     const acks = this.channel === channel ? this.acks : undefined;
     acks?.track(message);
-    if (this.ordered) this.lastDelivered = { channel, tag: message.fields.deliveryTag };
     const delivery = new InboundDelivery(
       message,
       this.definition,
@@ -224,7 +224,6 @@ export class ConsumerRunner {
         delivery.giveBack();
       } finally {
         finished();
-        this.noteReturned(channel, delivery);
       }
     });
     this.inFlight.add(task);
@@ -232,31 +231,30 @@ export class ConsumerRunner {
   }
 
   /**
-   * Runs an ordered consumer's delivery once it has the slot: not once the consumer stops (the channel's close
-   * returns it), and not when one delivered before it went back to the broker (it follows, see `returnBehind`).
+   * Runs an ordered consumer's delivery once it has the slot: not once the consumer stops, and not after one
+   * delivered before it on the same channel went back to the broker. Such a delivery is left unacknowledged
+   * (InboundDelivery.giveBack), never requeued: a requeue could let a message already on its way pass it. The
+   * channel's close returns them all in delivery order (seen on RabbitMQ 3.10), so this closes the channel at
+   * once, outside a stop, and the consumer resubscribes; a stop closes it anyway.
    */
   private async runOrdered(channel: Channel, delivery: InboundDelivery): Promise<void> {
     if (delivery.isSettled) return;
-    if (this.stopping) return delivery.release();
-    const behind = this.returnBehind;
-    if (behind?.channel === channel && delivery.raw.fields.deliveryTag <= behind.throughTag) {
-      if (behind.how === 'requeued') delivery.nack(true);
-      else delivery.release();
-      return;
+    if (this.stopping || this.appStopping.aborted || this.givenBackOn === channel) return delivery.release();
+    try {
+      await this.handler(delivery);
+    } catch (error) {
+      // Within the slot, so the next delivery cannot start before this one is given back.
+      this.logger.error(`${this.definition.name}: pipeline failed: ${errorMessage(error)}`);
+      delivery.giveBack();
     }
-    await this.handler(delivery);
-    this.noteReturned(channel, delivery);
-  }
-
-  /** After an ordered consumer's delivery went back to the broker, the ones delivered after it follow it. */
-  private noteReturned(channel: Channel, delivery: InboundDelivery): void {
-    const how = delivery.wentBack;
-    if (!this.ordered || how === undefined) return;
-    if (this.returnBehind?.channel === channel && this.returnBehind.how === 'left') return;
-    const last = this.lastDelivered?.channel === channel ? this.lastDelivered.tag : 0;
-    // A requeued message may come straight back on this channel, after everything delivered so far; one left
-    // unacknowledged holds the queue until the channel closes, so nothing after it may start at all.
-    this.returnBehind = { channel, throughTag: how === 'requeued' ? last : Number.POSITIVE_INFINITY, how };
+    if (delivery.wentBack === undefined) return;
+    this.givenBackOn = channel;
+    if (this.stopping || this.appStopping.aborted || this.channel !== channel) return;
+    this.logger.warn(
+      `${this.definition.name}: a message went back to the broker; closing the channel so that it and the ones fetched after it are delivered again in order`,
+    );
+    this.acks?.flush();
+    await channel.close().catch(() => undefined);
   }
 
   private onChannelClosed(channel: Channel): void {

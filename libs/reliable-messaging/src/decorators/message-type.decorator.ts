@@ -48,6 +48,14 @@ export function parseSchemaVersion(version: string): { major: number; minor: num
   return match ? { major: Number(match[1]), minor: Number(match[2]) } : undefined;
 }
 
+/** The message types whose class turns the claim check on (`@MessageType({ claimCheck })`), as classes load. */
+const claimCheckedTypes = new Set<string>();
+
+/** Whether any message class loaded so far turns the claim check on. */
+export function anyMessageTypeUsesClaimCheck(): boolean {
+  return claimCheckedTypes.size > 0;
+}
+
 /**
  * Marks a class as a message: its type name, schema version and business keys. Properties are validated with
  * class-validator on consume; unknown properties from newer producers are stripped, not rejected.
@@ -89,6 +97,7 @@ export function MessageType<T>(options: MessageTypeOptions<T>): ClassDecorator {
       lane: options.lane,
     };
     Reflect.defineMetadata(MESSAGE_TYPE_METADATA, definition, target);
+    if (claimCheck !== undefined) claimCheckedTypes.add(options.type);
   };
 }
 

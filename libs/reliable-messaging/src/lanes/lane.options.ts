@@ -38,8 +38,17 @@ export function assertLaneName(value: unknown, where: string): string {
         `got ${typeof value === 'string' ? `'${value.slice(0, 80)}'` : typeof value}`,
     );
   }
+  if (RESERVED_LANE_NAME.test(value)) {
+    throw new ConfigurationError(
+      `${where}: '${value}' cannot name a lane: the lane's queue '<queue>.${value}' would take a name the module ` +
+        "gives other things ('dlq' dead-letter queues, 'lanes' the lane router, 'p000' to 'p999' partitions)",
+    );
+  }
   return value;
 }
+
+/** Lane names whose queue `<queue>.<lane>` would look like a dead-letter queue, the lane router or a partition. */
+const RESERVED_LANE_NAME = /^(dlq|lanes|p\d{3})$/;
 
 /** The queue of lane `lane` of the consumer of `queue`. */
 export function laneQueueName(queue: string, lane: string): string {

@@ -15,6 +15,7 @@ import { PublisherConnection } from '../amqp/publisher-connection.service';
 import { TopologyService } from '../amqp/topology.service';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { DatabaseAvailability } from '../database/database-availability.service';
+import { guardSessionErrors } from '../database/session-error-guard';
 import { poolCapacityWarning } from '../flow-control/pool-capacity';
 import { InboxPruner } from '../inbox/inbox-pruner.service';
 import { ClaimCheckPruner } from '../claim-check/claim-check-pruner.service';
@@ -108,6 +109,11 @@ export class MessagingLifecycle
     const warning =
       this.options.dataSource && poolCapacityWarning(this.registry.consumers, this.options.dataSource);
     if (warning) this.logger.warn(warning);
+    if (this.options.dataSource) {
+      guardSessionErrors(this.options.dataSource, (error) =>
+        this.logger.warn(`a database session in use was closed: ${errorMessage(error)}`),
+      );
+    }
     try {
       this.commitSignal.start();
       await this.consumerConnection.start((model) => this.setUpConsumerConnection(model));

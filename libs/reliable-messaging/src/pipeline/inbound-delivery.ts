@@ -100,11 +100,12 @@ export class InboundDelivery {
 
   /**
    * Gives the delivery back to the broker unacknowledged: at once (basic.nack with requeue), or, for an ordered
-   * consumer that is stopping, left for its channel's close to return. That consumer keeps its subscription until
-   * the channel closes (see ConsumerRunner.stop), so a requeued message would only come straight back to it.
+   * consumer, left for its channel's close, which returns it and every message fetched after it in delivery
+   * order (ConsumerRunner closes the channel). A requeue could let a message already on its way to this consumer
+   * pass it, or hand it straight back to a consumer that is stopping.
    */
   giveBack(): void {
-    if (this.stopping.aborted && isOrdered(this.consumer)) this.release();
+    if (isOrdered(this.consumer)) this.release();
     else this.nack(true);
   }
 
