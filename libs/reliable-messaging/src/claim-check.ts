@@ -15,7 +15,10 @@ export type {
 /** Bodies in the module's own PostgreSQL database, table `rm_claim_check`: the default with a `dataSource`. */
 export { PostgresClaimCheckStore } from './claim-check/postgres-claim-check.store';
 /** Bodies as files in a directory every process mounts. */
-export { FILESYSTEM_STORE_MARKER, FilesystemClaimCheckStore } from './claim-check/filesystem-claim-check.store';
+export {
+  FILESYSTEM_STORE_MARKER,
+  FilesystemClaimCheckStore,
+} from './claim-check/filesystem-claim-check.store';
 /** Bodies as objects in an S3-compatible bucket, through `@aws-sdk/client-s3`. */
 export { S3ClaimCheckStore, type S3ClaimCheckStoreOptions } from './claim-check/s3-claim-check.store';
 /** The claim-check store could not be reached: a publish sent nothing and may be repeated. */
