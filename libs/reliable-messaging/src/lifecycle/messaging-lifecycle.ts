@@ -36,7 +36,9 @@ const PAST_DEADLINE_GRACE_MS = 1000;
  * no other part of the module starts or stops anything from a Nest hook.
  *
  * Startup (`onApplicationBootstrap`: every module is initialised and the consumers are discovered):
- * 1. the outbox commit signal subscribes to the DataSource, so a commit that wrote outbox rows wakes a relay;
+ * 1. every session of the DataSource's pool gets an error listener (a session the server ends while it is checked
+ *    out would otherwise crash the process: database/session-error-guard.ts), and the outbox commit signal
+ *    subscribes to the DataSource, so a commit that wrote outbox rows wakes a relay;
  * 2. the consumer connection connects and declares the topology: the retry delay levels, then the exchanges and
  *    each consumer's queues, its binding to the retry deliver exchange and, when it orders by key, its
  *    consistent-hash exchange. Nothing is published before the exchanges exist;
