@@ -110,6 +110,8 @@ function handlerFor(documents: string, orders: string) {
 
     @Consume({ queue: orders, queueType: 'classic' })
     onOrder(message: OrderNoted, ctx: MessageContext): void {
+      if (this.failOnce.delete(message.orderId))
+        throw new NonRetryableError(`order ${message.orderId} refused once`);
       this.orders.push({
         orderId: message.orderId,
         note: message.note,
@@ -426,6 +428,47 @@ describe.each(CASES)('the claim check on the $kind store', (storeCase) => {
     expect(await store.get(store.locate(copy)!)).toBeUndefined();
     expect(await store.get(store.locate(original)!)).toBeDefined();
   });
+
+  // The edit does not depend on the store; its copy's deletion is the purge's, tested on every store.
+  if (storeCase.transactional) {
+    it("edits a dead letter whose property was claim-checked only as a whole message, and deletes the dead letter's copy", async () => {
+      const operations = app.get(DeadLetterOperations);
+      const note = largeText(2048);
+      handler.failOnce.add('o-edit-1');
+      await publish(Object.assign(new OrderNoted(), { orderId: 'o-edit-1', note }));
+      await waitFor('the order dead-lettered', async () =>
+        (await operations.list({ queue: orders })).deadLetters.some(
+          (each) => each.idempotencyKey === 'order-noted:o-edit-1',
+        ),
+      );
+      const letter = (await operations.list({ queue: orders })).deadLetters.find(
+        (each) => each.idempotencyKey === 'order-noted:o-edit-1',
+      )!;
+      const copy = String(letter.headers[HEADERS.claimCheck]);
+      const shown = await operations.show(letter.messageId!, orders);
+      expect(JSON.parse(shown.fullBody!.toString('utf8'))).toEqual({ orderId: 'o-edit-1', note });
+
+      await expect(
+        operations.editAndReplay(orders, letter.messageId!, Buffer.from('{"orderId":"o-edit-1"}'), {
+          actor: 'spec',
+        }),
+      ).rejects.toThrow("the dead letter's 'note' is kept in the claim-check store");
+      const edited = { orderId: 'o-edit-1', note: 'a shorter note' };
+      const result = await operations.editAndReplay(
+        orders,
+        letter.messageId!,
+        Buffer.from(JSON.stringify(edited)),
+        { actor: 'spec' },
+      );
+
+      expect(result.failures).toEqual([]);
+      await waitFor('the edited order handled', async () =>
+        handler.orders.some((o) => o.orderId === 'o-edit-1'),
+      );
+      expect(handler.orders.find((o) => o.orderId === 'o-edit-1')!.note).toBe('a shorter note');
+      expect(await store.get(store.locate(copy)!)).toBeUndefined();
+    });
+  }
 
   it('prunes expired bodies in batches, leaves live ones, and the metrics show the store', async () => {
     const expired = {
