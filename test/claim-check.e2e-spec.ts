@@ -24,7 +24,7 @@ import {
   S3ClaimCheckStore,
   type ClaimCheckStore,
 } from '@app/reliable-messaging/claim-check';
-import { DeadLetterOperations } from '@app/reliable-messaging/dead-letters';
+import { DEAD_LETTER_HEADERS, DeadLetterOperations } from '@app/reliable-messaging/dead-letters';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { S3TestServer } from './support/s3-test-server';
@@ -87,6 +87,8 @@ function handlerFor(documents: string, orders: string) {
     readonly failOnce = new Set<string>();
     /** Documents whose handler waits for their gate: the consumer (one at a time) takes nothing else meanwhile. */
     readonly gates = new Map<string, Promise<void>>();
+    /** Documents whose handler has started: their body was read from the store. */
+    readonly entered = new Set<string>();
 
     @Consume({
       queue: documents,
@@ -95,6 +97,7 @@ function handlerFor(documents: string, orders: string) {
       retry: { maxAttempts: 2, initialDelayMs: 10 },
     })
     async onDocument(message: DocumentFiled, ctx: MessageContext): Promise<void> {
+      this.entered.add(message.id);
       await this.gates.get(message.id);
       this.documents.push({
         id: message.id,
@@ -108,6 +111,8 @@ function handlerFor(documents: string, orders: string) {
 
     @Consume({ queue: orders, queueType: 'classic' })
     onOrder(message: OrderNoted, ctx: MessageContext): void {
+      if (this.failOnce.delete(message.orderId))
+        throw new NonRetryableError(`order ${message.orderId} refused once`);
       this.orders.push({
         orderId: message.orderId,
         note: message.note,
@@ -237,6 +242,19 @@ describe.each(CASES)('the claim check on the $kind store', (storeCase) => {
 
   async function deadLetters() {
     return (await app.get(DeadLetterOperations).list({ queue: documents })).deadLetters;
+  }
+
+  /** The dead letter of document `id`, once it is in the dead-letter queue. */
+  async function deadLetterOf(id: string) {
+    const key = `document:${id}`;
+    await waitFor(`document ${id} dead-lettered`, async () =>
+      (await deadLetters()).some((each) => each.idempotencyKey === key),
+    );
+    return (await deadLetters()).find((each) => each.idempotencyKey === key)!;
+  }
+
+  function document(id: string, text: string): DocumentFiled {
+    return Object.assign(new DocumentFiled(), { id, text });
   }
 
   async function publishReference(id: string, headers: Record<string, unknown>): Promise<void> {
@@ -371,6 +389,90 @@ describe.each(CASES)('the claim check on the $kind store', (storeCase) => {
     expect(handler.seen('replay-1').map((each) => each.textSha256)).toEqual([sha256(text), sha256(text)]);
   });
 
+  it("gives a dead letter its own copy of the body: replayed after the original's is gone, the handler gets it whole", async () => {
+    const text = largeText(16 * 1024);
+    handler.failOnce.add('dl-copy-1');
+    await publish(document('dl-copy-1', text));
+    const letter = await deadLetterOf('dl-copy-1');
+    const original = handler.seen('dl-copy-1')[0].headers[HEADERS.claimCheck] as string;
+    const copy = String(letter.headers[HEADERS.claimCheck]);
+    expect(copy).toMatch(storeCase.scheme);
+    expect(copy).not.toBe(original);
+    expect(String(letter.headers[DEAD_LETTER_HEADERS.claimCheckCopy])).toBe(copy);
+    expect(await store.get(store.locate(copy)!)).toEqual(await store.get(store.locate(original)!));
+
+    // The original body expires (claimCheck.timeToLiveMs) while the dead letter waits.
+    await store.delete(store.locate(original)!);
+    const shown = await app.get(DeadLetterOperations).show(letter.messageId!, documents);
+    expect(JSON.parse(shown.fullBody!.toString('utf8'))).toEqual({ id: 'dl-copy-1', text });
+    const result = await app
+      .get(DeadLetterOperations)
+      .replay({ queue: documents, messageIds: [letter.messageId!] }, { actor: 'spec' });
+
+    expect(result.failures).toEqual([]);
+    await waitFor('the replayed document handled', async () => handler.seen('dl-copy-1').length === 2);
+    expect(handler.seen('dl-copy-1')[1].textSha256).toBe(sha256(text));
+    expect((await deadLetters()).some((each) => each.idempotencyKey === 'document:dl-copy-1')).toBe(false);
+  });
+
+  it("purges a dead letter with its own copy of the body, leaving the original's to its time to live", async () => {
+    handler.failOnce.add('dl-purge-1');
+    await publish(document('dl-purge-1', largeText(4096)));
+    const letter = await deadLetterOf('dl-purge-1');
+    const original = handler.seen('dl-purge-1')[0].headers[HEADERS.claimCheck] as string;
+    const copy = String(letter.headers[HEADERS.claimCheck]);
+    expect(await store.get(store.locate(copy)!)).toBeDefined();
+
+    const result = await app
+      .get(DeadLetterOperations)
+      .purge({ queue: documents, messageIds: [letter.messageId!] }, { actor: 'spec' });
+
+    expect(result.messageIds).toEqual([letter.messageId]);
+    expect(await store.get(store.locate(copy)!)).toBeUndefined();
+    expect(await store.get(store.locate(original)!)).toBeDefined();
+  });
+
+  // The edit does not depend on the store; its copy's deletion is the purge's, tested on every store.
+  if (storeCase.transactional) {
+    it("edits a dead letter whose property was claim-checked only as a whole message, and deletes the dead letter's copy", async () => {
+      const operations = app.get(DeadLetterOperations);
+      const note = largeText(2048);
+      handler.failOnce.add('o-edit-1');
+      await publish(Object.assign(new OrderNoted(), { orderId: 'o-edit-1', note }));
+      await waitFor('the order dead-lettered', async () =>
+        (await operations.list({ queue: orders })).deadLetters.some(
+          (each) => each.idempotencyKey === 'order-noted:o-edit-1',
+        ),
+      );
+      const letter = (await operations.list({ queue: orders })).deadLetters.find(
+        (each) => each.idempotencyKey === 'order-noted:o-edit-1',
+      )!;
+      const copy = String(letter.headers[HEADERS.claimCheck]);
+      const shown = await operations.show(letter.messageId!, orders);
+      expect(JSON.parse(shown.fullBody!.toString('utf8'))).toEqual({ orderId: 'o-edit-1', note });
+
+      await expect(
+        operations.editAndReplay(orders, letter.messageId!, Buffer.from('{"orderId":"o-edit-1"}'), {
+          actor: 'spec',
+        }),
+      ).rejects.toThrow("the dead letter's 'note' is kept in the claim-check store");
+      const edited = { orderId: 'o-edit-1', note: 'a shorter note' };
+      const result = await operations.editAndReplay(
+        orders,
+        letter.messageId!,
+        Buffer.from(JSON.stringify(edited)),
+        { actor: 'spec' },
+      );
+
+      expect(result.failures).toEqual([]);
+      await waitFor('the edited order handled', async () =>
+        handler.orders.some((o) => o.orderId === 'o-edit-1'),
+      );
+      expect(handler.orders.find((o) => o.orderId === 'o-edit-1')!.note).toBe('a shorter note');
+      expect(await store.get(store.locate(copy)!)).toBeUndefined();
+    });
+  }
+
   it('prunes expired bodies in batches, leaves live ones, and the metrics show the store', async () => {
     const expired = {
       id: uuidV7(60_000),
@@ -430,6 +532,37 @@ describe.each(CASES)('the claim check on the $kind store', (storeCase) => {
       await publish(Object.assign(new DocumentFiled(), { id: 'sentinel-1', text: 'after the outage' }));
       await waitFor('the sentinel', async () => handler.seen('sentinel-1').length === 1);
       expect(handler.seen('unsent-1')).toEqual([]);
+    });
+
+    it('holds a delivery whose dead letter cannot copy its body while the store is down, and dead-letters it with the copy after', async () => {
+      const text = largeText(4096);
+      const holding = () =>
+        app.logger.find('warn', /dead-lettering a message of .*holding the message/).length;
+      const heldBefore = holding();
+      let open!: () => void;
+      handler.gates.set('dl-held-1', new Promise<void>((resolve) => (open = resolve)));
+      handler.failOnce.add('dl-held-1');
+      await publish(document('dl-held-1', text));
+      await waitFor('the handler to have the body', async () => handler.entered.has('dl-held-1'));
+      await outage.down();
+      try {
+        open();
+        await waitFor('the dead letter to wait for the store', async () => holding() > heldBefore);
+        expect((await deadLetters()).some((each) => each.idempotencyKey === 'document:dl-held-1')).toBe(
+          false,
+        );
+      } finally {
+        await outage.up();
+      }
+
+      const letter = await deadLetterOf('dl-held-1');
+      const original = handler.seen('dl-held-1')[0].headers[HEADERS.claimCheck] as string;
+      const copy = String(letter.headers[HEADERS.claimCheck]);
+      expect(copy).not.toBe(original);
+      expect(letter).toMatchObject({ reason: 'non-retryable', attempts: 1 });
+      const body = await store.get(store.locate(copy)!);
+      expect(JSON.parse(body!.toString('utf8'))).toEqual({ id: 'dl-held-1', text });
+      expect(handler.seen('dl-held-1')).toHaveLength(1);
     });
 
     it('holds a delivery while the store is down at consume time, spending no attempt, and handles it after', async () => {

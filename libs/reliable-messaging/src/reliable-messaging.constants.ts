@@ -59,6 +59,11 @@ export const DEAD_LETTER_HEADERS = {
   count: 'rm-dead-letter-count',
   /** When the message was last replayed from its dead-letter queue. */
   replayedAt: 'rm-dead-letter-replayed-at',
+  /**
+   * The reference of the dead letter's own copy of its claim-checked body (equal to `rm-claim-check`), set only
+   * by the module when it made that copy; purging the dead letter deletes the copy (docs/claim-check.md).
+   */
+  claimCheckCopy: 'rm-dead-letter-claim-check',
 } as const;
 
 export const JSON_CONTENT_TYPE = 'application/json';

@@ -62,6 +62,7 @@ import { VersionGuard } from './ordering/version-guard.service';
 import { ReliableMessagingClient } from './microservices/reliable-messaging.client';
 import { ClaimCheckReader } from './claim-check/claim-check-reader.service';
 import { ClaimCheckWriter } from './claim-check/claim-check-writer.service';
+import { DeadLetterClaimCheck } from './claim-check/dead-letter-claim-check.service';
 import { ClaimCheckPruner } from './claim-check/claim-check-pruner.service';
 import { ReliableMessagingTransport } from './microservices/reliable-messaging.transport';
 
@@ -134,6 +135,7 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
     ClaimCheckReader,
     ClaimCheckWriter,
     ClaimCheckPruner,
+    DeadLetterClaimCheck,
   ],
   exports: [
     MessagePublisher,

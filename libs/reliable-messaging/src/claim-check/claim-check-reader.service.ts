@@ -8,6 +8,15 @@ import { CLAIM_CHECK_FIELD } from '../decorators/message-type.decorator';
 import { parseJsonBody } from '../envelope/safe-json';
 import { InvalidMessageError } from '../errors/invalid-message.error';
 
+/** A claim check's body as its store holds it, once checked against the message's headers. */
+export interface StoredClaimCheck {
+  /** Where the body is, in the store's own terms (`ClaimCheckStore.locate`). */
+  location: string;
+  body: Buffer;
+  /** The property the body is the value of; undefined for a whole-body claim check. */
+  field?: string;
+}
+
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 /** How much of a refused reference a dead-letter reason quotes. */
 const QUOTED_REFERENCE_CHARS = 120;
@@ -28,9 +37,11 @@ export class ClaimCheckReader {
     return raw.properties.headers?.[HEADERS.claimCheck] !== undefined;
   }
 
-  /** The full body of a delivery carrying a reference. */
-  async resolve(raw: ConsumeMessage): Promise<Buffer> {
-    const headers = raw.properties.headers ?? {};
+  /**
+   * The body a message's claim-check headers point to, exactly as stored (the whole body, or the JSON of the
+   * field `field` names), checked as `resolve()` checks it; the reference's location in the store with it.
+   */
+  async stored(headers: Record<string, unknown>): Promise<StoredClaimCheck> {
     const { store, maxBodyBytes } = this.options.claimCheck;
     const reference = text(headers[HEADERS.claimCheck]);
     if (reference === undefined || reference === '') {
@@ -80,6 +91,12 @@ export class ClaimCheckReader {
         `the body of claim check '${quote(reference)}' is ${body.length} bytes and does not match the ${HEADERS.claimCheckSha256} the message carries`,
       );
     }
+    return { location, body, field };
+  }
+
+  /** The full body of a delivery carrying a reference. */
+  async resolve(raw: ConsumeMessage): Promise<Buffer> {
+    const { body, field } = await this.stored(raw.properties.headers ?? {});
     if (field === undefined) return body;
     const wire = parseJsonBody(raw.content);
     if (typeof wire !== 'object' || wire === null || Array.isArray(wire)) {

@@ -21,11 +21,18 @@ export interface ClaimCheckOptions {
   /** The largest body a claim check may hold, checked on publish and on consume. Default: 67108864 (64 MiB). */
   maxBodyBytes?: number;
   /**
-   * How long a body is kept after its message was published. It must cover the message's whole life: its time
-   * in the queue, every retry, and its stay in the dead-letter queue until it is replayed. At least the retry
-   * schedule (`retry.maxAttempts` × `retry.maxDelayMs`). Default: 1209600000 ms (14 days).
+   * How long a body is kept after its message was published. It must cover the message's time in the queue and
+   * every retry: at least the retry schedule (`retry.maxAttempts` × `retry.maxDelayMs`, and each consumer's own).
+   * A dead letter gets its own copy (`deadLetterTimeToLiveMs`). Default: 1209600000 ms (14 days).
    */
   timeToLiveMs?: number;
+  /**
+   * How long a dead letter's own copy of its body is kept: when the module dead-letters a claim-checked message
+   * it stores the body again under a new reference for the dead letter alone, so a replay months later still
+   * finds it; purging the dead letter deletes the copy. Set it above your dead-letter retention.
+   * Default: 31536000000 ms (365 days).
+   */
+  deadLetterTimeToLiveMs?: number;
   /** How often expired bodies are deleted, in batches of 1000. Default: 300000 ms (5 min). */
   pruneIntervalMs?: number;
 }
@@ -46,11 +53,13 @@ export interface ResolvedClaimCheckOptions {
   thresholdBytes?: number;
   maxBodyBytes: number;
   timeToLiveMs: number;
+  deadLetterTimeToLiveMs: number;
   pruneIntervalMs: number;
 }
 
 export const DEFAULT_CLAIM_CHECK_MAX_BODY_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_CLAIM_CHECK_TIME_TO_LIVE_MS = 14 * 24 * 3_600_000;
+export const DEFAULT_CLAIM_CHECK_DEAD_LETTER_TIME_TO_LIVE_MS = 365 * 24 * 3_600_000;
 export const DEFAULT_CLAIM_CHECK_PRUNE_INTERVAL_MS = 300_000;
 
 /** Applies the claim check's defaults and checks them, failing with a message that says how to fix it. */
@@ -71,6 +80,7 @@ export function resolveClaimCheckOptions(
     thresholdBytes: own.thresholdBytes,
     maxBodyBytes: own.maxBodyBytes ?? DEFAULT_CLAIM_CHECK_MAX_BODY_BYTES,
     timeToLiveMs: own.timeToLiveMs ?? DEFAULT_CLAIM_CHECK_TIME_TO_LIVE_MS,
+    deadLetterTimeToLiveMs: own.deadLetterTimeToLiveMs ?? DEFAULT_CLAIM_CHECK_DEAD_LETTER_TIME_TO_LIVE_MS,
     pruneIntervalMs: own.pruneIntervalMs ?? DEFAULT_CLAIM_CHECK_PRUNE_INTERVAL_MS,
   };
   if (options !== undefined && !resolved.store) {
@@ -83,6 +93,12 @@ export function resolveClaimCheckOptions(
     assertInteger('claimCheck.thresholdBytes', resolved.thresholdBytes, 0, 128 * 1024 * 1024);
   assertInteger('claimCheck.maxBodyBytes', resolved.maxBodyBytes, 1, 2 * 1024 * 1024 * 1024 - 1);
   assertInteger('claimCheck.timeToLiveMs', resolved.timeToLiveMs, 1000, 10 * 365 * 24 * 3_600_000);
+  assertInteger(
+    'claimCheck.deadLetterTimeToLiveMs',
+    resolved.deadLetterTimeToLiveMs,
+    1000,
+    10 * 365 * 24 * 3_600_000,
+  );
   assertInteger('claimCheck.pruneIntervalMs', resolved.pruneIntervalMs, 1000, 24 * 3_600_000);
   // Checked where the app turns the claim check on itself: an app that only reads claim-checked messages, or none,
   // is not held to it.

@@ -20,6 +20,7 @@ describe('resolveClaimCheckOptions', () => {
       thresholdBytes: undefined,
       maxBodyBytes: 64 * 1024 * 1024,
       timeToLiveMs: 14 * 24 * 3_600_000,
+      deadLetterTimeToLiveMs: 365 * 24 * 3_600_000,
       pruneIntervalMs: 300_000,
     });
     expect(resolved.store).toBeInstanceOf(PostgresClaimCheckStore);
@@ -41,6 +42,11 @@ describe('resolveClaimCheckOptions', () => {
     ['no store and no dataSource', { thresholdBytes: 1024 }, /needs a store without a dataSource/],
     ['a negative threshold', { store: STORE, thresholdBytes: -1 }, /claimCheck\.thresholdBytes/],
     ['a fractional body limit', { store: STORE, maxBodyBytes: 1.5 }, /claimCheck\.maxBodyBytes/],
+    [
+      'a dead-letter time to live under 1 s',
+      { store: STORE, deadLetterTimeToLiveMs: 10 },
+      /claimCheck\.deadLetterTimeToLiveMs/,
+    ],
     ['a prune interval under 1 s', { store: STORE, pruneIntervalMs: 10 }, /claimCheck\.pruneIntervalMs/],
     [
       'a time to live shorter than the retry schedule',

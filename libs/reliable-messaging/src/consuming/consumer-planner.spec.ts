@@ -432,6 +432,12 @@ describe('planConsumers', () => {
       "@Consume on Billing.onOrderPlaced: 'queue' is required, e.g. @Consume({ queue: 'billing.order-placed' })",
     ],
     [
+      'a retry schedule longer than the claim-checked bodies live',
+      [billing({ queue: 'billing', retry: { maxAttempts: 10, maxDelayMs: 3_600_000 } })],
+      { dataSource: A_DATA_SOURCE, claimCheck: { timeToLiveMs: 3 * 3_600_000 } },
+      '@Consume on Billing.onOrderPlaced: its retry schedule (retry.maxAttempts × retry.maxDelayMs = 36000000 ms) outlasts claimCheck.timeToLiveMs (10800000 ms): a retried claim-checked message would lose its body. Raise claimCheck.timeToLiveMs or shorten the retries',
+    ],
+    [
       'no options at all',
       [billing(undefined as unknown as ConsumeOptions)],
       {},

@@ -15,6 +15,7 @@ import {
   type ResolvedMessagingOptions,
 } from '../reliable-messaging.options';
 import { RetryPolicy } from '../retry/retry-policy';
+import { assertBodiesOutliveRetries } from '../claim-check/claim-check-lifetime';
 import { mergeRetryOptions } from '../retry/retry.options';
 import type { ConsumerPlan } from './consumer-plan';
 
@@ -77,6 +78,7 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
   const deadlineMs = options.deadlineMs ?? module.defaultDeadlineMs;
   assertDeadline(`${name} deadlineMs`, deadlineMs, module.consumerTimeoutMs);
   const retry = new RetryPolicy(mergeRetryOptions(module.retry, options.retry, `${name} retry`));
+  assertBodiesOutliveRetries(module.claimCheck, retry.options, where);
   const dedup = resolveDedup(
     options.dedup,
     module.dataSource !== undefined || module.inbox.store === 'memory',

@@ -1,16 +1,19 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import type { ChannelModel, GetMessage } from 'amqplib';
+import type { ChannelModel, ConsumeMessage, GetMessage } from 'amqplib';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { ConfirmPublisher } from '../amqp/confirm-publisher';
+import { ClaimCheckReader } from '../claim-check/claim-check-reader.service';
+import { DeadLetterClaimCheck } from '../claim-check/dead-letter-claim-check.service';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { consumerQueueOf, DEAD_LETTER_QUEUE_SUFFIX } from '../dead-letter/dead-letter-queue';
 import type { DeadLetter } from '../dead-letter/dead-letter-record';
 import { DeadLetterNotFoundError } from '../errors/dead-letter-not-found.error';
 import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
 import { UnroutableMessageError } from '../errors/publish.error';
+import { HEADERS } from '../reliable-messaging.constants';
 import { errorMessage } from '../util/error-text';
 import type { DeadLetterAuditAction } from './dead-letter-audit.entity';
 import { DeadLetterAudit } from './dead-letter-audit.service';
@@ -36,7 +39,9 @@ import { replayMessage } from './replay-message';
  * replay (one, a filtered set, a time window), edit a body and replay it, purge. Each reads the dead-letter
  * queues with a DeadLetterReader (nothing is lost or reordered: only what is replayed or purged is removed);
  * each can be a dry run; each replay, edit and purge is audited. Replays are confirmed by the broker before
- * their dead letter is removed.
+ * their dead letter is removed. A claim-checked dead letter's own copy of its body (DeadLetterClaimCheck) is
+ * deleted when the dead letter is purged or replaced by an edit; a plain replay keeps referring to it, and the
+ * pruner deletes it when it expires (`claimCheck.deadLetterTimeToLiveMs`).
  */
 @Injectable()
 export class DeadLetterOperations {
@@ -45,6 +50,8 @@ export class DeadLetterOperations {
     private readonly registry: ConsumerRegistry,
     private readonly publisher: ConfirmPublisher,
     private readonly audit: DeadLetterAudit,
+    private readonly claimCheckReader: ClaimCheckReader,
+    private readonly claimCheckCopies: DeadLetterClaimCheck,
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
   ) {}
 
@@ -72,12 +79,26 @@ export class DeadLetterOperations {
     return { deadLetters, scanned, more };
   }
 
-  /** One dead letter by message id, searched in `queue`'s dead-letter queue or in all of them. */
+  /**
+   * One dead letter by message id, searched in `queue`'s dead-letter queue or in all of them; a claim-checked
+   * one with its whole message in `fullBody` when the store has it (a store that cannot be reached, or a body
+   * that is gone, leaves it out rather than fail the read).
+   */
   async show(messageId: string, queue?: string): Promise<DeadLetter> {
     const found = await this.list({ queue, messageIds: [messageId] }, { limit: 1 });
     if (found.deadLetters.length === 0)
       throw new DeadLetterNotFoundError(messageId, this.deadLetterQueues(queue));
-    return found.deadLetters[0];
+    const deadLetter = found.deadLetters[0];
+    if (deadLetter.headers[HEADERS.claimCheck] !== undefined) {
+      deadLetter.fullBody = await this.claimCheckReader
+        .resolve({
+          content: deadLetter.body,
+          properties: deadLetter.properties,
+          fields: {},
+        } as ConsumeMessage)
+        .catch(() => undefined);
+    }
+    return deadLetter;
   }
 
   /**
@@ -112,7 +133,10 @@ export class DeadLetterOperations {
     const before = await this.show(messageId, queue);
     checkEditedBody(before, body, this.options.maxPayloadBytes);
     const digest = (data: Buffer) => createHash('sha256').update(data).digest('hex');
-    const details = { bodySha256Before: digest(before.body), bodySha256After: digest(body) };
+    const details = {
+      bodySha256Before: digest(before.fullBody ?? before.body),
+      bodySha256After: digest(body),
+    };
     const replayedAt = new Date();
     const result = await this.operate(
       'edit-replay',
@@ -120,9 +144,12 @@ export class DeadLetterOperations {
       { ...options, limit: 1 },
       async (reader, message, deadLetter, outcome) => {
         const published = await this.publishReplay(deadLetter, replayedAt, outcome, body);
-        return published === 'published'
-          ? this.remove(reader, message, deadLetter, outcome, 'replayed')
-          : published;
+        if (published !== 'published') return published;
+        const removed = this.remove(reader, message, deadLetter, outcome, 'replayed');
+        // The edited message carries its whole body: nothing refers to the dead letter's copy any more.
+        if (removed === 'next')
+          await this.claimCheckCopies.discardCopyOf(deadLetter.headers, deadLetter.messageId);
+        return removed;
       },
       details,
     );
@@ -132,15 +159,19 @@ export class DeadLetterOperations {
     return { ...result, before };
   }
 
-  /** Removes the selected dead letters for good. */
+  /** Removes the selected dead letters for good, with their own copies of claim-checked bodies. */
   async purge(
     selection: DeadLetterSelection,
     options: DeadLetterOperationOptions,
   ): Promise<DeadLetterOperationResult> {
     requireSelection('purge', selection);
-    return this.operate('purge', selection, options, async (reader, message, deadLetter, result) =>
-      this.remove(reader, message, deadLetter, result, 'purged'),
-    );
+    return this.operate('purge', selection, options, async (reader, message, deadLetter, result) => {
+      const removed = this.remove(reader, message, deadLetter, result, 'purged');
+      // Deleted only once the dead letter is gone: a dead letter left behind must still find its body.
+      if (removed === 'next')
+        await this.claimCheckCopies.discardCopyOf(deadLetter.headers, deadLetter.messageId);
+      return removed;
+    });
   }
 
   private async operate(

@@ -2,7 +2,8 @@ import { bodyText, headerDate, type DeadLetter } from '../dead-letter/dead-lette
 
 /**
  * A JSON-friendly view for the CLI and the admin API: dates as ISO strings, the body parsed when it is JSON,
- * as text when it is UTF-8, else base64; header values made printable.
+ * as text when it is UTF-8, else base64 (a claim-checked one's whole message when `show()` read it, with
+ * `bodyFromClaimCheck`); header values made printable.
  */
 export function describeDeadLetter(deadLetter: DeadLetter, full = false): Record<string, unknown> {
   const summary: Record<string, unknown> = {
@@ -24,7 +25,7 @@ export function describeDeadLetter(deadLetter: DeadLetter, full = false): Record
   let body: unknown = textBody;
   let bodyEncoding: 'json' | 'utf-8' | 'base64' = 'utf-8';
   if (textBody === undefined) {
-    body = deadLetter.body.toString('base64');
+    body = (deadLetter.fullBody ?? deadLetter.body).toString('base64');
     bodyEncoding = 'base64';
   } else {
     try {
@@ -46,6 +47,7 @@ export function describeDeadLetter(deadLetter: DeadLetter, full = false): Record
     contentType: deadLetter.contentType,
     headers: printable(deadLetter.headers),
     bodyEncoding,
+    ...(deadLetter.fullBody ? { bodyFromClaimCheck: true } : {}),
     body,
   };
 }

@@ -1,4 +1,4 @@
-import { JSON_CONTENT_TYPE } from '../reliable-messaging.constants';
+import { HEADERS, JSON_CONTENT_TYPE } from '../reliable-messaging.constants';
 import type { DeadLetter } from '../dead-letter/dead-letter-record';
 import { parseJsonBody } from '../envelope/safe-json';
 import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
@@ -7,7 +7,9 @@ import { errorMessage } from '../util/error-text';
 
 /**
  * Refuses a new body for an edited dead letter that its consumer would refuse: above `maxPayloadBytes`, or,
- * for a JSON message (or one without a content type), not valid JSON as consumers parse it.
+ * for a JSON message (or one without a content type), not valid JSON as consumers parse it; or, for a dead letter
+ * whose property was claim-checked, a body without that property: the replay drops the claim check, so the edit
+ * must give the whole message, and leaving the property out would drop it silently.
  */
 export function checkEditedBody(deadLetter: DeadLetter, body: Buffer, maxPayloadBytes: number): void {
   if (body.length > maxPayloadBytes) {
@@ -17,12 +19,30 @@ export function checkEditedBody(deadLetter: DeadLetter, body: Buffer, maxPayload
   }
   const contentType = deadLetter.contentType?.split(';')[0].trim().toLowerCase();
   if (contentType === undefined || contentType === JSON_CONTENT_TYPE) {
+    let parsed: unknown;
     try {
-      parseJsonBody(body);
+      parsed = parseJsonBody(body);
     } catch (error) {
       throw new InvalidDeadLetterQueryError(
         `the new body is not accepted: ${error instanceof InvalidMessageError ? error.message : errorMessage(error)}`,
       );
     }
+    const field = claimCheckedField(deadLetter);
+    if (
+      field !== undefined &&
+      (typeof parsed !== 'object' || parsed === null || !Object.prototype.hasOwnProperty.call(parsed, field))
+    ) {
+      throw new InvalidDeadLetterQueryError(
+        `the dead letter's '${field}' is kept in the claim-check store, not in its body, and an edit replaces the ` +
+          `whole message: give a body with '${field}' (show the dead letter for its whole message, or edit with --set)`,
+      );
+    }
   }
+}
+
+/** The property a dead letter's claim check stored, if one was. */
+function claimCheckedField(deadLetter: DeadLetter): string | undefined {
+  const field = deadLetter.headers[HEADERS.claimCheckField];
+  if (typeof field === 'string') return field;
+  return Buffer.isBuffer(field) ? field.toString('utf8') : undefined;
 }

@@ -133,4 +133,33 @@ describe('readDeadLetter and replayMessage', () => {
       deadLetterCount: 0,
     });
   });
+
+  it.each([
+    ['a plain replay keeps the reference to its copy', undefined, true],
+    ['an edited replay drops the claim check', Buffer.from('{"id":"d-1","text":"edited"}'), false],
+  ])("drops the dead letter's claim-check copy mark: %s", (_case, body, keepsReference) => {
+    const copy = 'postgres:01890000-0000-7000-8000-000000000001';
+    const claimCheck = {
+      [HEADERS.claimCheck]: copy,
+      [HEADERS.claimCheckBytes]: 20,
+      [HEADERS.claimCheckSha256]: 'a'.repeat(64),
+    };
+    const message = {
+      content: Buffer.alloc(0),
+      properties: {
+        ...properties,
+        headers: {
+          ...claimCheck,
+          [DEAD_LETTER_HEADERS.queue]: 'documents',
+          [DEAD_LETTER_HEADERS.claimCheckCopy]: copy,
+        },
+      },
+    };
+
+    const replay = replayMessage(readDeadLetter(message as never, 'documents.dlq'), new Date(), body);
+
+    expect(replay.properties.headers[DEAD_LETTER_HEADERS.claimCheckCopy]).toBeUndefined();
+    if (keepsReference) expect(replay.properties.headers).toMatchObject(claimCheck);
+    else expect(replay.properties.headers[HEADERS.claimCheck]).toBeUndefined();
+  });
 });

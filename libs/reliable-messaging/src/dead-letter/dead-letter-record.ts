@@ -39,7 +39,13 @@ export interface DeadLetter {
   /** When it was last replayed, if it was. */
   replayedAt?: Date;
   contentType?: string;
+  /** The body as it sits in the dead-letter queue (empty, or without its stored property, when claim-checked). */
   body: Buffer;
+  /**
+   * A claim-checked dead letter's whole message, its stored body (or property) put back from the claim-check
+   * store; set by DeadLetterOperations.show() when the store has it, undefined otherwise.
+   */
+  fullBody?: Buffer;
   headers: Record<string, unknown>;
   /** The AMQP properties as received. */
   properties: Message['properties'];
@@ -80,10 +86,10 @@ export function readDeadLetter(
   };
 }
 
-/** The body as text when it is valid UTF-8, else undefined. */
-export function bodyText(deadLetter: Pick<DeadLetter, 'body'>): string | undefined {
+/** The whole message (`fullBody` when read, else `body`) as text when it is valid UTF-8, else undefined. */
+export function bodyText(deadLetter: Pick<DeadLetter, 'body' | 'fullBody'>): string | undefined {
   try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(deadLetter.body);
+    return new TextDecoder('utf-8', { fatal: true }).decode(deadLetter.fullBody ?? deadLetter.body);
   } catch {
     return undefined;
   }

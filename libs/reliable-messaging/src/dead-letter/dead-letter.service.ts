@@ -4,6 +4,7 @@ import { DEAD_LETTER_HEADERS, HEADERS } from '../reliable-messaging.constants';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { ConfirmPublisher } from '../amqp/confirm-publisher';
+import { DeadLetterClaimCheck } from '../claim-check/dead-letter-claim-check.service';
 import { withoutBrokerHeaders } from '../envelope/broker-headers';
 import { readAttempt } from '../envelope/envelope-reader';
 import { republish } from '../envelope/republish';
@@ -22,7 +23,9 @@ export type DeadLetterReason = 'non-retryable' | 'attempts-exhausted' | 'redeliv
  * why (reason, error class, message and a truncated stack), where from (exchange, routing key, queue,
  * handler, host) and when (first and last failure), and how many attempts were made. Published with a confirm
  * through the dead-letter exchange; only then is the original acknowledged. A message dead-lettered before
- * (and replayed since) keeps its first failure time and counts one more dead-lettering.
+ * (and replayed since) keeps its first failure time and counts one more dead-lettering. A claim-checked message's
+ * dead letter refers to its own copy of the body (DeadLetterClaimCheck), which outlives the original; while the
+ * store cannot be reached this throws, and the caller holds the delivery as it does while the broker is down.
  */
 @Injectable()
 export class DeadLetterService {
@@ -30,6 +33,7 @@ export class DeadLetterService {
 
   constructor(
     private readonly publisher: ConfirmPublisher,
+    private readonly claimChecks: DeadLetterClaimCheck,
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
   ) {}
 
@@ -62,6 +66,7 @@ export class DeadLetterService {
       [DEAD_LETTER_HEADERS.count]:
         Number.isInteger(previousCount) && previousCount >= 0 ? previousCount + 1 : 1,
     });
+    await this.claimChecks.copyFor(delivery, error, headers);
     await this.publisher.publish(
       republish(raw, { exchange: this.options.deadLetterExchange, routingKey: consumer.queue }, headers, {
         fallbackMessageId: delivery.envelope?.messageId,

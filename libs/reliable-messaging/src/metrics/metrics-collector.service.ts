@@ -179,7 +179,7 @@ export class MetricsCollector implements OnModuleInit {
     );
     this.gauge(
       'rm_claim_check_oldest_age_seconds',
-      'Age of the oldest body in the claim-check store; 0 when it is empty. Above claimCheck.timeToLiveMs, the pruner is behind.',
+      "Age of the oldest body in the claim-check store; 0 when it is empty. Above claimCheck.deadLetterTimeToLiveMs (dead letters' copies live that long), the pruner is behind.",
       [],
       async (gauge) => {
         const { oldestAt } = await stats();

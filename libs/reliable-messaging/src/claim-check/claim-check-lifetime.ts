@@ -1,0 +1,24 @@
+import { ConfigurationError } from '../errors/configuration.error';
+import type { ResolvedRetryOptions } from '../retry/retry.options';
+import type { ResolvedClaimCheckOptions } from './claim-check.options';
+
+/**
+ * Fails startup when a consumer's own retry schedule (`@Consume({ retry })` over the module's `retry`) could
+ * outlast the bodies its messages refer to: the module's options are checked when they are resolved, a
+ * consumer's only once it is planned. Nothing to check without a claim-check store.
+ */
+export function assertBodiesOutliveRetries(
+  claimCheck: Pick<ResolvedClaimCheckOptions, 'store' | 'timeToLiveMs'>,
+  retry: Pick<ResolvedRetryOptions, 'maxAttempts' | 'maxDelayMs'>,
+  where: string,
+): void {
+  if (!claimCheck.store) return;
+  const retrying = retry.maxAttempts * retry.maxDelayMs;
+  if (claimCheck.timeToLiveMs < retrying) {
+    throw new ConfigurationError(
+      `${where}: its retry schedule (retry.maxAttempts × retry.maxDelayMs = ${retrying} ms) outlasts ` +
+        `claimCheck.timeToLiveMs (${claimCheck.timeToLiveMs} ms): a retried claim-checked message would lose its ` +
+        'body. Raise claimCheck.timeToLiveMs or shorten the retries',
+    );
+  }
+}
