@@ -32,7 +32,7 @@ describe('a database session terminated while the app holds it', () => {
     const held = db.dataSource.createQueryRunner();
     await held.connect();
     await held.startTransaction();
-    const [{ pid }] = await held.query<Array<{ pid: number }>>('SELECT pg_backend_pid() AS pid');
+    const [{ pid }] = (await held.query('SELECT pg_backend_pid() AS pid')) as Array<{ pid: number }>;
 
     await db.dataSource.query('SELECT pg_terminate_backend($1)', [pid]);
     await waitFor(
