@@ -247,7 +247,7 @@ export class ConsumerRunner {
       this.logger.error(`${this.definition.name}: pipeline failed: ${errorMessage(error)}`);
       delivery.giveBack();
     }
-    if (delivery.wentBack === undefined) return;
+    if (!delivery.leftUnsettled) return;
     this.givenBackOn = channel;
     if (this.stopping || this.appStopping.aborted || this.channel !== channel) return;
     this.logger.warn(

@@ -138,7 +138,7 @@ describe('orderedRetryMiddleware', () => {
     // A requeue now would hand it straight back to this consumer, which holds the queue until its channel closes.
     expect(seen).toHaveLength(1);
     expect(settled).toEqual([]);
-    expect(inbound.wentBack).toBe('left');
+    expect(inbound.leftUnsettled).toBe(true);
   });
 
   it("dead-letters rather than hold the delivery past the broker's consumer timeout", async () => {

@@ -35,8 +35,8 @@ export class InboundDelivery {
   /** Past this instant (epoch ms) the delivery must be settled before the broker's consumer timeout. */
   readonly holdUntil: number;
   private settled = false;
-  /** How the delivery went back to the broker unacknowledged, if it did (see `wentBack`). */
-  private returned?: 'requeued' | 'left';
+  /** Released while still unsettled: left for its channel's close to return (see `leftUnsettled`). */
+  private left = false;
 
   constructor(
     readonly raw: ConsumeMessage,
@@ -82,11 +82,9 @@ export class InboundDelivery {
 
   /** Negatively acknowledges once; with `requeue` the broker delivers it again. */
   nack(requeue: boolean): boolean {
-    const sent = this.settle(() =>
+    return this.settle(() =>
       this.acks ? this.acks.nack(this.raw, requeue) : this.channel.nack(this.raw, false, requeue),
     );
-    if (sent && requeue) this.returned = 'requeued';
-    return sent;
   }
 
   /**
@@ -94,7 +92,7 @@ export class InboundDelivery {
    * and the broker requeues it. From here on nothing acts on it: no ack, no retry, no dead letter.
    */
   release(): void {
-    if (!this.settled) this.returned = 'left';
+    if (!this.settled) this.left = true;
     this.settled = true;
   }
 
@@ -110,11 +108,11 @@ export class InboundDelivery {
   }
 
   /**
-   * How the delivery went back to the broker without an ack, if it did: requeued at once, or left unsettled for
-   * its channel's close to return. An ordered consumer returns the deliveries it holds behind it the same way.
+   * Whether the delivery was released unsettled, for its channel's close to return to the broker: an ordered
+   * consumer then starts nothing fetched after it and closes the channel (ConsumerRunner.runOrdered).
    */
-  get wentBack(): 'requeued' | 'left' | undefined {
-    return this.returned;
+  get leftUnsettled(): boolean {
+    return this.left;
   }
 
   /**
