@@ -8,7 +8,7 @@ module.exports = {
   testRegex: '.*\\.(spec|e2e-spec)\\.ts$',
   // The cluster failover spec starts a 3-node RabbitMQ cluster (30 s to 2 min): `npm run test:cluster` runs it.
   testPathIgnorePatterns: ['/node_modules/', '/test/cluster-failover\\.e2e-spec\\.ts$'],
-  // End-to-end specs share one broker and one PostgreSQL server and start child apps: run suites one at a time.
+  // One suite at a time by default; `npm test` runs the end-to-end specs in two groups (scripts/run-e2e.mjs).
   maxWorkers: 1,
   testTimeout: 60_000,
   // Deletes the rm-e2e-… queues and exchanges specs left behind, before and after the run.
