@@ -334,7 +334,11 @@ export class OutboxStore {
     };
     if (filter.ids) {
       const rowIds = filter.ids.filter((id) => /^\d{1,19}$/.test(id));
-      add((at) => `(o."id" = ANY(${at}::bigint[]) OR o."message_id"::text = ANY($${values.length + 1}::text[]))`, rowIds);
+      add(
+        (at) =>
+          `(o."id" = ANY(${at}::bigint[]) OR o."message_id"::text = ANY($${values.length + 1}::text[]))`,
+        rowIds,
+      );
       values.push(filter.ids.map((id) => id.toLowerCase()));
     }
     if (filter.type !== undefined) add((at) => `o."properties"->>'type' = ${at}`, filter.type);

@@ -4,7 +4,13 @@ import { EmptySelectionError } from '../../errors/empty-selection.error';
 import { InvalidDeadLetterQueryError } from '../../errors/invalid-dead-letter-query.error';
 import { OutboxRowNotFoundError } from '../../errors/outbox-row-not-found.error';
 import { errorMessage } from '../../util/error-text';
-import { CLI_EXIT, createCliContext, type CliApp, type CliContext, type DeadLetterCliIo } from './cli-context';
+import {
+  CLI_EXIT,
+  createCliContext,
+  type CliApp,
+  type CliContext,
+  type DeadLetterCliIo,
+} from './cli-context';
 import { addAuditCommand } from './commands/audit.command';
 import { addEditCommand } from './commands/edit.command';
 import { addListCommand } from './commands/list.command';

@@ -1,13 +1,4 @@
-import {
-  Body,
-  Get,
-  HttpCode,
-  Inject,
-  Param,
-  Post,
-  Query,
-  Req,
-} from '@nestjs/common';
+import { Body, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
 import { DeadLetterMonitor } from '../../dead-letter/dead-letter-monitor.service';
 import { DeadLetterOperations } from '../dead-letter-operations.service';
 import type { DeadLetterSelection } from '../dead-letter-selection';

@@ -27,9 +27,7 @@ export class OutboxAdminController {
 
   @Get('rows')
   async list(@Query() query: AdminInput): Promise<unknown> {
-    return answer(() =>
-      this.outbox.list(this.filter(query), { limit: limitOf(query.limit, this.options) }),
-    );
+    return answer(() => this.outbox.list(this.filter(query), { limit: limitOf(query.limit, this.options) }));
   }
 
   @Get('rows/:id')

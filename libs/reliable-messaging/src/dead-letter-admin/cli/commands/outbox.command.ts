@@ -121,7 +121,10 @@ export function addOutboxCommand(program: Command, cli: CliContext): void {
     withOutboxFilters(outbox.command(`${action} [ids...]`))
       .description(described)
       .option('--all', 'every parked row, when no filter is given')
-      .option('--dry-run', `show what would be ${action === 'retry' ? 'retried' : 'discarded'}, change nothing`)
+      .option(
+        '--dry-run',
+        `show what would be ${action === 'retry' ? 'retried' : 'discarded'}, change nothing`,
+      )
       .option('--allow-empty', 'matching nothing is not an error (exit 0)')
       .option('-y, --yes', 'do not ask for confirmation (discard)')
       .option('--note <text>', 'a note for the audit record (a ticket, a reason)')
