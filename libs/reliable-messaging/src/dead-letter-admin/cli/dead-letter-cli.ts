@@ -35,7 +35,7 @@ const contexts = new WeakMap<Command, CliContext>();
 export function createDeadLetterCli(app: CliApp, io: Partial<DeadLetterCliIo> = {}): Command {
   const cli = createCliContext(app, io);
   const program = new Command('dlq')
-    .description('Inspect, fix and replay dead letters')
+    .description('Inspect, fix and replay dead letters; retry or discard parked outbox rows')
     .exitOverride()
     .configureOutput({
       writeOut: (text) => cli.io.stdout.write(text),
