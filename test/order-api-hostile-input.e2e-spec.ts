@@ -447,6 +447,12 @@ describe('order API hostile input: each hostile body is refused with its 4xx, na
     expect(response.status).toBe(201);
   });
 
+  it('does not mount the admin API without ADMIN_TOKEN: 404', async () => {
+    for (const path of ['/admin/dead-letters/queues', '/admin/dead-letters/outbox/rows']) {
+      expect((await fetch(`${baseUrl}${path}`)).status).toBe(404);
+    }
+  });
+
   it('still serves afterwards: a valid order is placed and gets paid', async () => {
     const response = await post({ body: order() });
 

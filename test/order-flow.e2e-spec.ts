@@ -15,6 +15,8 @@ const ORDER = {
   ],
 };
 
+const ADMIN_TOKEN = 'f'.repeat(40);
+
 describe('order flow: the order service as a process, against the real RabbitMQ and PostgreSQL', () => {
   let database: TestDatabase;
   let broker: TestBroker;
@@ -44,7 +46,7 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
   beforeAll(async () => {
     database = await createTestDatabase();
     broker = await TestBroker.connect();
-    ({ process: app, baseUrl } = await OrderServiceApp.start(database, broker));
+    ({ process: app, baseUrl } = await OrderServiceApp.start(database, broker, { ADMIN_TOKEN }));
     auditQueue = broker.name('audit');
     const channel = await broker.openChannel();
     await channel.assertQueue(auditQueue, { durable: false });
@@ -165,6 +167,21 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
 
     expect(response.status).toBe(404);
     expect(response.body.message).toBe(`order '${id}' not found`);
+  });
+
+  it('serves the admin API with ADMIN_TOKEN set: 401 without the token, the queues and parked rows with it', async () => {
+    const admin = (path: string, token?: string) =>
+      fetch(`${baseUrl}/admin/dead-letters/${path}`, {
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+      });
+
+    expect((await admin('queues')).status).toBe(401);
+    const queues = await admin('queues', ADMIN_TOKEN);
+    expect(queues.status).toBe(200);
+    expect(((await queues.json()) as { queues: unknown[] }).queues).toHaveLength(3);
+    const parked = await admin('outbox/rows', ADMIN_TOKEN);
+    expect(parked.status).toBe(200);
+    expect(await parked.json()).toEqual({ rows: [], more: false });
   });
 
   it('drains and exits with code 0 on SIGTERM', async () => {

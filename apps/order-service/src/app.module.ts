@@ -1,13 +1,20 @@
-import { type MiddlewareConsumer, Module, type NestModule, ValidationPipe } from '@nestjs/common';
+import {
+  type DynamicModule,
+  type MiddlewareConsumer,
+  Module,
+  type NestModule,
+  ValidationPipe,
+} from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { ReliableMessagingModule } from '@app/reliable-messaging';
 import { IdempotencyModule } from '@app/reliable-messaging/http';
+import { DeadLetterAdminModule } from '@app/reliable-messaging/dead-letters';
 import { ClsModule } from 'nestjs-cls';
 import { DataSource } from 'typeorm';
-import { APP_CONFIG, type AppConfig } from './config/app-config';
+import { APP_CONFIG, readAdminToken, type AppConfig } from './config/app-config';
 import { AppConfigModule } from './config/app-config.module';
 import { isToolMode, toolModeMessagingOptions } from './cli/tool-mode';
 import { orderDataSourceOptions } from './database/order-data-source';
@@ -19,6 +26,16 @@ import { HealthModule } from './health/health.module';
 import { ErrorResponsesFilter } from './http/error-responses.filter';
 import { JsonBodyMiddleware } from './http/json-body.middleware';
 import { ObservabilityModule } from './observability/observability.module';
+
+/**
+ * The admin API for dead letters and parked outbox rows (`/admin/dead-letters`, `/admin/dead-letters/outbox`),
+ * mounted only when `ADMIN_TOKEN` is set. Decided when this file loads, as a module's imports are fixed then.
+ */
+function adminApi(): DynamicModule[] {
+  const { adminToken } = readAdminToken(process.env);
+  if (!adminToken) return [];
+  return [DeadLetterAdminModule.register({ tokens: { admin: adminToken } })];
+}
 
 /**
  * The order service: HTTP API, PostgreSQL through TypeORM, transactions propagated by nestjs-cls (so the
@@ -67,6 +84,7 @@ import { ObservabilityModule } from './observability/observability.module';
     ReceiptModule,
     HealthModule,
     ObservabilityModule,
+    ...adminApi(),
   ],
   providers: [
     { provide: APP_FILTER, useClass: ErrorResponsesFilter },

@@ -27,6 +27,7 @@ import { RequestChannel } from './request-reply/request-channel.service';
 import { DelayTopology } from './retry/delay-topology.service';
 import { DeadLetterAudit } from './dead-letter-admin/dead-letter-audit.service';
 import { DeadLetterMonitor } from './dead-letter/dead-letter-monitor.service';
+import { OutboxOperations } from './outbox-admin/outbox-operations.service';
 import { DeadLetterOperations } from './dead-letter-admin/dead-letter-operations.service';
 import { MessagingLifecycle } from './lifecycle/messaging-lifecycle';
 import { OverdueHandlers } from './flow-control/overdue-handlers.service';
@@ -93,6 +94,7 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
     DeadLetterAudit,
     DeadLetterMonitor,
     DeadLetterOperations,
+    OutboxOperations,
     ReliabilityPipeline,
     ConsumerRegistry,
     MessagePublisher,
@@ -151,6 +153,7 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
     VersionGuard,
     DeadLetterMonitor,
     DeadLetterOperations,
+    OutboxOperations,
     DeadLetterAudit,
     ReliableMessagingTransport,
     ReliableMessagingClient,

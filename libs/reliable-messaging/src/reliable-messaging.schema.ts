@@ -1,5 +1,6 @@
 import { ClaimCheckBodyEntity } from './claim-check/claim-check-body.entity';
 import { CreateClaimCheck1767225600005 } from './claim-check/create-claim-check.migration';
+import { AllowOutboxAuditActions1767225600006 } from './dead-letter-admin/allow-outbox-audit-actions.migration';
 import { CreateDeadLetterAudit1767225600003 } from './dead-letter-admin/create-dead-letter-audit.migration';
 import { DeadLetterAuditEntity } from './dead-letter-admin/dead-letter-audit.entity';
 import { CreateInbox1767225600001 } from './inbox/create-inbox.migration';
@@ -31,4 +32,5 @@ export const RELIABLE_MESSAGING_MIGRATIONS = [
   CreateDeadLetterAudit1767225600003,
   CreateIdempotencyKeys1767225600004,
   CreateClaimCheck1767225600005,
+  AllowOutboxAuditActions1767225600006,
 ];

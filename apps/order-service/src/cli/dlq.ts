@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { runDeadLetterCli } from '@app/reliable-messaging/dead-letters';
@@ -5,22 +6,22 @@ import { AppModule } from '../app.module';
 import { enterToolMode } from './tool-mode';
 
 /**
- * `npm run dlq -- <command>`: inspect, fix and replay the order service's dead letters (`--help` lists the
- * commands). Boots the app context with no consumers and no outbox relay, so it only reads and replays.
+ * The order service's `dlq` command line: inspect, fix and replay dead letters, and retry or discard parked
+ * outbox rows (`--help` lists the commands). In production run the built file, `node
+ * dist/apps/order-service/src/cli/dlq.js` (or the `dlq` bin), which never builds; `npm run dlq` rebuilds
+ * `dist` first and is for development. The app context boots only once the arguments parsed, with no consumers
+ * and no outbox relay, so it only reads, replays and moves rows; `--help` and usage errors connect to nothing.
  */
 async function main(): Promise<void> {
   enterToolMode();
-  const app = await NestFactory.createApplicationContext(AppModule, {
-    logger: ['error', 'warn'],
-    abortOnError: false,
-  });
-  let code: number;
-  try {
-    code = await runDeadLetterCli(app, process.argv);
-  } finally {
-    await app.close();
-  }
-  process.exitCode = code;
+  process.exitCode = await runDeadLetterCli(
+    () =>
+      NestFactory.createApplicationContext(AppModule, {
+        logger: ['error', 'warn'],
+        abortOnError: false,
+      }),
+    process.argv,
+  );
 }
 
 main().catch((error: unknown) => {

@@ -20,6 +20,11 @@ export interface AppConfig {
    * signal aborts and the attempt ends. Default: 30000, as the module's.
    */
   handlerDeadlineMs: number;
+  /**
+   * `ADMIN_TOKEN`: bearer token (at least 32 characters) of the admin API for dead letters and parked outbox
+   * rows, served under `/admin/dead-letters`; unset, the admin API is not mounted. Default: unset.
+   */
+  adminToken?: string;
   /** The receipt service. */
   receipt: {
     /**
@@ -109,6 +114,7 @@ export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       max: 3_600_000,
       integer: true,
     }),
+    ...readAdminToken(env),
     receipt: {
       ...readReceiptUrl(env),
       latencyMs: readNumber(env, 'RECEIPT_LATENCY_MS', DEFAULT_RECEIPT_LATENCY_MS, {
@@ -189,6 +195,19 @@ function readNumber(
     );
   }
   return value;
+}
+
+/** `ADMIN_TOKEN`, checked; read when the app module loads, since it decides whether the admin API is mounted. */
+export function readAdminToken(env: NodeJS.ProcessEnv): { adminToken?: string } {
+  const token = env.ADMIN_TOKEN?.trim();
+  if (!token) return {};
+  // The token is a secret: name the variable, never echo its value.
+  if (token.length < 32 || /\s/.test(token)) {
+    throw new Error(
+      'ADMIN_TOKEN must be at least 32 characters with no spaces; generate one with: openssl rand -hex 32',
+    );
+  }
+  return { adminToken: token };
 }
 
 /** `RECEIPT_RATE_LIMIT`, checked; for the receipt consumer's `@Consume()` options, fixed when its class loads. */

@@ -3,19 +3,23 @@ import { Check, Column, Entity, Index, PrimaryColumn } from 'typeorm';
 /** The dead-letter audit table's name. */
 export const DEAD_LETTER_AUDIT_TABLE = 'rm_dead_letter_audit';
 
-/** What a dead-letter tool did. */
-export type DeadLetterAuditAction = 'replay' | 'edit-replay' | 'purge';
+/** What an operator's tool did: to dead letters (replay, edit, purge) or to parked outbox rows (retry, discard). */
+export type DeadLetterAuditAction = 'replay' | 'edit-replay' | 'purge' | 'outbox-retry' | 'outbox-discard';
 
 /** How the operation ended: `started` stays only when the process died mid-operation. */
 export type DeadLetterAuditOutcome = 'started' | 'completed' | 'failed';
 
 /**
- * One replay, edit or purge of dead letters: who did it, what they selected, which messages it touched and how
+ * One replay, edit or purge of dead letters, or one retry or discard of parked outbox rows: who did it, what they selected, which messages it touched and how
  * it ended. Written before the operation changes anything and completed after, so an operation cut short still
- * leaves its record. The table comes from `CreateDeadLetterAudit1767225600003`, never from `synchronize`.
+ * leaves its record. The table comes from `CreateDeadLetterAudit1767225600003` and
+ * `AllowOutboxAuditActions1767225600006`, never from `synchronize`.
  */
 @Entity({ name: DEAD_LETTER_AUDIT_TABLE })
-@Check('rm_dead_letter_audit_action_check', `"action" IN ('replay', 'edit-replay', 'purge')`)
+@Check(
+  'rm_dead_letter_audit_action_check',
+  `"action" IN ('replay', 'edit-replay', 'purge', 'outbox-retry', 'outbox-discard')`,
+)
 @Check('rm_dead_letter_audit_outcome_check', `"outcome" IN ('started', 'completed', 'failed')`)
 @Index('rm_dead_letter_audit_started_at_idx', ['startedAt'])
 export class DeadLetterAuditEntity {
@@ -37,7 +41,7 @@ export class DeadLetterAuditEntity {
   @Column({ type: 'jsonb' })
   selection!: Record<string, unknown>;
 
-  /** The message ids replayed or purged. */
+  /** The message ids replayed, purged, retried or discarded. */
   @Column({ name: 'message_ids', type: 'jsonb', default: [] })
   messageIds!: string[];
 

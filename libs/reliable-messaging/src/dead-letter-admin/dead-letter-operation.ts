@@ -9,6 +9,8 @@ export interface DeadLetterOperationOptions {
   dryRun?: boolean;
   /** The most messages to touch; more matching ones stay for a next run (`more: true`). Default: 1000. */
   limit?: number;
+  /** Matching nothing is a normal outcome, not an EmptySelectionError. Default: false. */
+  allowEmpty?: boolean;
   /** A free-text note for the audit record (a ticket, a reason). */
   note?: string;
   /** Called as messages are read, for a progress bar. */
@@ -17,7 +19,7 @@ export interface DeadLetterOperationOptions {
 
 /** What an operation did, or would do in a dry run. */
 export interface DeadLetterOperationResult {
-  action: DeadLetterAuditAction;
+  action: Extract<DeadLetterAuditAction, 'replay' | 'edit-replay' | 'purge'>;
   dryRun: boolean;
   /** The ids of the messages replayed or purged (or that would be). */
   messageIds: string[];

@@ -11,11 +11,11 @@ import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { consumerQueueOf, DEAD_LETTER_QUEUE_SUFFIX } from '../dead-letter/dead-letter-queue';
 import type { DeadLetter } from '../dead-letter/dead-letter-record';
 import { DeadLetterNotFoundError } from '../errors/dead-letter-not-found.error';
+import { EmptySelectionError } from '../errors/empty-selection.error';
 import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
 import { UnroutableMessageError } from '../errors/publish.error';
 import { HEADERS } from '../reliable-messaging.constants';
 import { errorMessage } from '../util/error-text';
-import type { DeadLetterAuditAction } from './dead-letter-audit.entity';
 import { DeadLetterAudit } from './dead-letter-audit.service';
 import type { DeadLetterFilter } from './dead-letter-filter';
 import type {
@@ -41,7 +41,8 @@ import { replayMessage } from './replay-message';
  * each can be a dry run; each replay, edit and purge is audited. Replays are confirmed by the broker before
  * their dead letter is removed. A claim-checked dead letter's own copy of its body (DeadLetterClaimCheck) is
  * deleted when the dead letter is purged or replaced by an edit; a plain replay keeps referring to it, and the
- * pruner deletes it when it expires (`claimCheck.deadLetterTimeToLiveMs`).
+ * pruner deletes it when it expires (`claimCheck.deadLetterTimeToLiveMs`). A replay or purge that matches nothing
+ * throws EmptySelectionError (audited as failed) unless `allowEmpty` is set.
  */
 @Injectable()
 export class DeadLetterOperations {
@@ -152,10 +153,12 @@ export class DeadLetterOperations {
         return removed;
       },
       details,
-    );
-    if (result.messageIds.length + result.failures.length === 0) {
-      throw new DeadLetterNotFoundError(messageId, this.deadLetterQueues(queue));
-    }
+    ).catch((error: unknown) => {
+      // Gone between the show and the edit (replayed or purged meanwhile).
+      if (error instanceof EmptySelectionError)
+        throw new DeadLetterNotFoundError(messageId, this.deadLetterQueues(queue));
+      throw error;
+    });
     return { ...result, before };
   }
 
@@ -175,7 +178,7 @@ export class DeadLetterOperations {
   }
 
   private async operate(
-    action: DeadLetterAuditAction,
+    action: DeadLetterOperationResult['action'],
     selection: DeadLetterSelection,
     options: DeadLetterOperationOptions,
     act: (
@@ -236,13 +239,19 @@ export class DeadLetterOperations {
       }
       throw error;
     }
+    const empty = result.messageIds.length + result.failures.length === 0 && options.allowEmpty !== true;
     if (record) {
       await this.audit.finish(record, {
         messageIds: result.messageIds,
-        outcome: 'completed',
-        details: result.failures.length > 0 ? { failures: result.failures } : {},
+        outcome: empty ? 'failed' : 'completed',
+        details: empty
+          ? { error: 'the selection matched no dead letter' }
+          : result.failures.length > 0
+            ? { failures: result.failures }
+            : {},
       });
     }
+    if (empty) throw new EmptySelectionError(action, record?.id);
     return result;
   }
 

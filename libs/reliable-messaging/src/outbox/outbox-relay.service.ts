@@ -170,8 +170,8 @@ export class OutboxRelay {
   /**
    * Publishes a claim and sorts out what became of each row. Rows without an ordering key go out all at once,
    * pipelined on the confirm channel. A key's rows go one at a time, each after the previous one's confirm, so
-   * a refusal or a lost confirm can never let a later message of the key overtake an earlier one: after a
-   * failure the key's remaining rows are released untouched, and the claim holds them back until the failed
+   * a refusal, a park or a lost confirm can never let a later message of the key overtake an earlier one: after
+   * a failure or a park the key's remaining rows are released untouched, and the claim holds them back until the failed
    * row goes. Different keys proceed in parallel.
    */
   private async publishAll(rows: readonly ClaimedRow[]): Promise<PublishResult[]> {
@@ -202,7 +202,8 @@ export class OutboxRelay {
     for (const [index, row] of chain.entries()) {
       const result = await this.publishOne(row, missing);
       results.push(result);
-      if (result.outcome === 'failed' || result.outcome === 'released') {
+      // A parked row holds its key too: the rows after it wait until it is retried or discarded.
+      if (result.outcome !== 'published') {
         for (const rest of chain.slice(index + 1)) results.push({ id: rest.id, outcome: 'released' });
         break;
       }

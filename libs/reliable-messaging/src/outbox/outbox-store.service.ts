@@ -46,6 +46,38 @@ export interface ParkedRow {
   parkedAt: Date;
 }
 
+/** A parked row an operator retried or discarded. */
+export interface MovedRow {
+  id: string;
+  messageId: string;
+}
+
+/** What `findParked` selects on (see OutboxFilter, whose checked values it takes). */
+export interface ParkedRowQuery {
+  ids?: string[];
+  type?: string;
+  orderingKey?: string;
+  since?: Date;
+  until?: Date;
+  text?: string;
+}
+
+/** A parked row as `findParked` reads it. */
+export interface StoredParkedRow {
+  id: string;
+  message_id: string;
+  exchange: string;
+  routing_key: string;
+  properties: OutboundProperties;
+  body: Buffer;
+  ordering_key: string | null;
+  attempts: number;
+  last_error: string | null;
+  created_at: Date;
+  parked_at: Date | null;
+  holding_back: number;
+}
+
 const INSERT_COLUMNS =
   'INSERT INTO "rm_outbox" ("message_id", "exchange", "routing_key", "properties", "body", "ordering_key")';
 
@@ -129,15 +161,16 @@ export class OutboxStore {
 
   /**
    * Claims up to `limit` rows in the transaction `begin` opened. A keyed row is claimed only when this relay gets
-   * its key's advisory lock and no earlier row of that key is waiting out a retry delay; the walk is in id order,
+   * its key's advisory lock and no earlier row of that key is waiting out a retry delay or parked (a parked row
+   * holds its key until it is retried or discarded); the walk is in id order,
    * so a key's rows come out in order. The keys waiting out a retry are found once per claim from the small
    * index of failed rows, not by a subquery per row. `heldBack` then re-checks keyed rows with a fresh snapshot.
    */
   async claim(runner: QueryRunner, limit: number): Promise<ClaimedRow[]> {
     const rows = (await runner.query(
       `WITH retrying AS MATERIALIZED (SELECT "ordering_key", min("id") AS first_id FROM "rm_outbox" ` +
-        `WHERE "status" = 'pending' AND "attempts" > 0 AND "ordering_key" IS NOT NULL AND "available_at" > now() ` +
-        `GROUP BY "ordering_key") ` +
+        `WHERE (("status" = 'pending' AND "attempts" > 0 AND "available_at" > now()) OR "status" = 'parked') ` +
+        `AND "ordering_key" IS NOT NULL GROUP BY "ordering_key") ` +
         `SELECT o."id", o."exchange", o."routing_key", o."properties", o."body", o."ordering_key", o."attempts" ` +
         `FROM "rm_outbox" o ` +
         `WHERE o."status" = 'pending' AND o."available_at" <= now() AND (o."ordering_key" IS NULL OR CASE ` +
@@ -160,7 +193,8 @@ export class OutboxStore {
   }
 
   /**
-   * The claimed keyed rows that must wait because an earlier row of their key is pending outside this claim.
+   * The claimed keyed rows that must wait because an earlier row of their key is pending or parked outside this
+   * claim.
    * Run after `claim`, as a new statement: its snapshot is taken after this relay got the keys' advisory locks,
    * so it sees every change the key's previous holder committed (a retry delay set, say), which the claim's
    * older snapshot may have missed.
@@ -168,9 +202,10 @@ export class OutboxStore {
   async heldBack(runner: QueryRunner, claimed: readonly ClaimedRow[]): Promise<Set<string>> {
     const keys = [...new Set(claimed.map((row) => row.orderingKey).filter((key) => key !== null))];
     if (keys.length === 0) return new Set();
-    // Per key, the first pending row this claim does not hold: every claimed row of the key after it waits.
+    // Per key, the first pending or parked row this claim does not hold: every claimed row of the key after it waits.
     const firsts = (await runner.query(
-      `SELECT k.key, (SELECT min(e."id") FROM "rm_outbox" e WHERE e."ordering_key" = k.key AND e."status" = 'pending' ` +
+      `SELECT k.key, (SELECT min(e."id") FROM "rm_outbox" e WHERE e."ordering_key" = k.key ` +
+        `AND e."status" IN ('pending', 'parked') ` +
         `AND e."id" <> ALL($2::bigint[])) AS first_outside FROM unnest($1::text[]) AS k(key)`,
       [keys, claimed.map((row) => row.id)],
     )) as Array<{ key: string; first_outside: string | null }>;
@@ -263,13 +298,80 @@ export class OutboxStore {
 
   /** Puts parked rows back to pending (after the cause was fixed) and wakes the relays; resolves with how many moved. */
   async retryParked(ids: readonly string[]): Promise<number> {
-    const [, count] = await this.dataSource().query<[unknown, number]>(
-      `UPDATE "rm_outbox" SET "status" = 'pending', "parked_at" = NULL, "available_at" = now() ` +
-        `WHERE "status" = 'parked' AND "id" = ANY($1::bigint[])`,
-      [ids],
+    return (await this.resumeParked(ids)).length;
+  }
+
+  /**
+   * Puts parked rows back to pending with a fresh attempt count, keeping their ids and so their place in their
+   * ordering key, and wakes the relays; resolves with the rows that were parked and moved.
+   */
+  async resumeParked(ids: readonly string[]): Promise<MovedRow[]> {
+    return this.moveParked(
+      `UPDATE "rm_outbox" SET "status" = 'pending', "parked_at" = NULL, "available_at" = now(), "attempts" = 0 ` +
+        `WHERE "status" = 'parked' AND "id" = ANY($1::bigint[]) RETURNING "id", "message_id"`,
+      ids,
     );
-    if (count > 0) await this.dataSource().query(`SELECT pg_notify('${OUTBOX_CHANNEL}', '')`);
-    return count;
+  }
+
+  /** Deletes parked rows for good, releasing the later rows of their keys, and wakes the relays. */
+  async discardParked(ids: readonly string[]): Promise<MovedRow[]> {
+    return this.moveParked(
+      `DELETE FROM "rm_outbox" WHERE "status" = 'parked' AND "id" = ANY($1::bigint[]) RETURNING "id", "message_id"`,
+      ids,
+    );
+  }
+
+  /**
+   * Parked rows matching the filter, in row order, up to `limit`; each with how many later rows of its ordering
+   * key (pending or parked) it holds back.
+   */
+  async findParked(filter: ParkedRowQuery, limit: number): Promise<StoredParkedRow[]> {
+    const where = [`o."status" = 'parked'`];
+    const values: unknown[] = [];
+    const add = (clause: (at: string) => string, value: unknown): void => {
+      values.push(value);
+      where.push(clause(`$${values.length}`));
+    };
+    if (filter.ids) {
+      const rowIds = filter.ids.filter((id) => /^\d{1,19}$/.test(id));
+      add(
+        (at) =>
+          `(o."id" = ANY(${at}::bigint[]) OR o."message_id"::text = ANY($${values.length + 1}::text[]))`,
+        rowIds,
+      );
+      values.push(filter.ids.map((id) => id.toLowerCase()));
+    }
+    if (filter.type !== undefined) add((at) => `o."properties"->>'type' = ${at}`, filter.type);
+    if (filter.orderingKey !== undefined) add((at) => `o."ordering_key" = ${at}`, filter.orderingKey);
+    if (filter.since) add((at) => `o."parked_at" >= ${at}`, filter.since);
+    if (filter.until) add((at) => `o."parked_at" < ${at}`, filter.until);
+    if (filter.text !== undefined) {
+      add(
+        (at) =>
+          `(strpos(lower(encode(o."body", 'escape')), lower(${at})) > 0 ` +
+          `OR strpos(lower(COALESCE(o."last_error", '')), lower(${at})) > 0)`,
+        filter.text,
+      );
+    }
+    values.push(limit);
+    return this.dataSource().query<StoredParkedRow[]>(
+      `SELECT o."id"::text AS id, o."message_id", o."exchange", o."routing_key", o."properties", o."body", ` +
+        `o."ordering_key", o."attempts", o."last_error", o."created_at", o."parked_at", ` +
+        `CASE WHEN o."ordering_key" IS NULL THEN 0 ELSE (SELECT count(*) FROM "rm_outbox" l ` +
+        `WHERE l."ordering_key" = o."ordering_key" AND l."status" IN ('pending', 'parked') AND l."id" > o."id") END::int ` +
+        `AS holding_back FROM "rm_outbox" o WHERE ${where.join(' AND ')} ORDER BY o."id" LIMIT $${values.length}`,
+      values,
+    );
+  }
+
+  private async moveParked(sql: string, ids: readonly string[]): Promise<MovedRow[]> {
+    const [rows] = await this.dataSource().query<[Array<{ id: string; message_id: string }>, number]>(sql, [
+      ids,
+    ]);
+    if (rows.length > 0) await this.dataSource().query(`SELECT pg_notify('${OUTBOX_CHANNEL}', '')`);
+    return rows
+      .map((row) => ({ id: String(row.id), messageId: row.message_id }))
+      .sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
   }
 
   /** Deletes up to `limit` published rows older than `retentionMs`; resolves with how many went. */

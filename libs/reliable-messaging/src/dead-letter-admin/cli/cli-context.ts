@@ -3,6 +3,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { DeadLetterMonitor } from '../../dead-letter/dead-letter-monitor.service';
 import { DeadLetterAudit } from '../dead-letter-audit.service';
 import { DeadLetterOperations } from '../dead-letter-operations.service';
+import { OutboxOperations } from '../../outbox-admin/outbox-operations.service';
 
 /** Where the command line reads and writes; the process's own streams by default. */
 export interface DeadLetterCliIo {
@@ -16,12 +17,25 @@ export interface DeadLetterCliIo {
 /** Exit codes: 0 done, 1 the operation failed (or left failures), 2 the command was wrong. */
 export const CLI_EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
-/** What every command works with: the app's dead-letter services, the streams, and the exit code to set. */
+/**
+ * The app the command line runs on: a booted app context, or a function that boots one. A function is called
+ * only once the arguments parsed and a command is about to run, so `--help` and a mistyped command connect to
+ * nothing; the command line then closes the app it booted.
+ */
+export type CliApp = INestApplicationContext | (() => Promise<INestApplicationContext>);
+
+/** What every command works with: the app's dead-letter and outbox services, the streams, and the exit code to set. */
 export interface CliContext {
   io: Required<DeadLetterCliIo>;
-  operations: DeadLetterOperations;
-  monitor: DeadLetterMonitor;
-  audit: DeadLetterAudit;
+  /** The app's services; usable once `open` resolved (the program opens it before any command runs). */
+  readonly operations: DeadLetterOperations;
+  readonly outbox: OutboxOperations;
+  readonly monitor: DeadLetterMonitor;
+  readonly audit: DeadLetterAudit;
+  /** Boots the app when it was given as a function; a no-op after the first call. */
+  open(): Promise<void>;
+  /** Closes the app if `open` booted it. */
+  close(): Promise<void>;
   /** The exit code the last action chose; `runDeadLetterCli` resolves with it. */
   exit: { code: number };
   /** Writes a line to stdout. */
@@ -31,7 +45,7 @@ export interface CliContext {
 }
 
 /** The context of one program: the services from the app, the given streams or the process's own. */
-export function createCliContext(app: INestApplicationContext, io: Partial<DeadLetterCliIo>): CliContext {
+export function createCliContext(source: CliApp, io: Partial<DeadLetterCliIo>): CliContext {
   const out: Required<DeadLetterCliIo> = {
     stdout: io.stdout ?? process.stdout,
     stderr: io.stderr ?? process.stderr,
@@ -39,11 +53,34 @@ export function createCliContext(app: INestApplicationContext, io: Partial<DeadL
     actor: io.actor ?? defaultActor(),
   };
   const print = (text: string): void => void out.stdout.write(`${text}\n`);
+  let app: INestApplicationContext | undefined = typeof source === 'function' ? undefined : source;
+  let booted = false;
+  const get = <T>(type: abstract new (...args: never[]) => T): T => {
+    if (!app) throw new Error('the app context is not open yet');
+    return app.get(type);
+  };
   return {
     io: out,
-    operations: app.get(DeadLetterOperations),
-    monitor: app.get(DeadLetterMonitor),
-    audit: app.get(DeadLetterAudit),
+    get operations() {
+      return get(DeadLetterOperations);
+    },
+    get outbox() {
+      return get(OutboxOperations);
+    },
+    get monitor() {
+      return get(DeadLetterMonitor);
+    },
+    get audit() {
+      return get(DeadLetterAudit);
+    },
+    async open() {
+      if (app || typeof source !== 'function') return;
+      app = await source();
+      booted = true;
+    },
+    async close() {
+      if (booted) await app?.close();
+    },
     exit: { code: CLI_EXIT.ok },
     print,
     printJson: (value: unknown): void => void print(JSON.stringify(value, null, 2)),

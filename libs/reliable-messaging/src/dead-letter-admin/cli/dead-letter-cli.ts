@@ -1,41 +1,50 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { Command, CommanderError } from 'commander';
 import { DeadLetterNotFoundError } from '../../errors/dead-letter-not-found.error';
+import { EmptySelectionError } from '../../errors/empty-selection.error';
 import { InvalidDeadLetterQueryError } from '../../errors/invalid-dead-letter-query.error';
+import { OutboxRowNotFoundError } from '../../errors/outbox-row-not-found.error';
 import { errorMessage } from '../../util/error-text';
-import { CLI_EXIT, createCliContext, type DeadLetterCliIo } from './cli-context';
+import {
+  CLI_EXIT,
+  createCliContext,
+  type CliApp,
+  type CliContext,
+  type DeadLetterCliIo,
+} from './cli-context';
 import { addAuditCommand } from './commands/audit.command';
 import { addEditCommand } from './commands/edit.command';
 import { addListCommand } from './commands/list.command';
+import { addOutboxCommand } from './commands/outbox.command';
 import { addPurgeCommand } from './commands/purge.command';
 import { addQueuesCommand } from './commands/queues.command';
 import { addReplayCommand } from './commands/replay.command';
 import { addShowCommand } from './commands/show.command';
 
-export { CLI_EXIT, type DeadLetterCliIo } from './cli-context';
+export { CLI_EXIT, type CliApp, type DeadLetterCliIo } from './cli-context';
 
-/** The exit code each program's last action chose. */
-const exitCodes = new WeakMap<Command, { code: number }>();
+/** The context of each program, for its exit code and to close the app it booted. */
+const contexts = new WeakMap<Command, CliContext>();
 
 /**
- * The `dlq` command line over the dead-letter operations of an app context (boot it with
- * `consumersEnabled: false` so it consumes nothing): `queues`, `list`, `show`, `replay`, `edit`, `purge`,
- * `audit`. Any app that imports ReliableMessagingModule can expose it with a few lines (see runDeadLetterCli).
+ * The `dlq` command line over the dead-letter and outbox operations of an app context (boot it with
+ * `consumersEnabled: false` and no outbox relay so it consumes and relays nothing): `queues`, `list`, `show`,
+ * `replay`, `edit`, `purge`, `audit`, and `outbox list|show|retry|discard`. Given a function that boots the app,
+ * it boots it only when a command runs, never for `--help` or a usage error. Any app that imports
+ * ReliableMessagingModule can expose it with a few lines (see runDeadLetterCli).
  */
-export function createDeadLetterCli(
-  app: INestApplicationContext,
-  io: Partial<DeadLetterCliIo> = {},
-): Command {
+export function createDeadLetterCli(app: CliApp, io: Partial<DeadLetterCliIo> = {}): Command {
   const cli = createCliContext(app, io);
   const program = new Command('dlq')
-    .description('Inspect, fix and replay dead letters')
+    .description('Inspect, fix and replay dead letters; retry or discard parked outbox rows')
     .exitOverride()
     .configureOutput({
       writeOut: (text) => cli.io.stdout.write(text),
       writeErr: (text) => cli.io.stderr.write(text),
     })
-    .showHelpAfterError();
-  exitCodes.set(program, cli.exit);
+    .showHelpAfterError()
+    // Runs after the arguments parsed, before the command's action: the app boots only for a command that runs.
+    .hook('preAction', () => cli.open());
+  contexts.set(program, cli);
 
   addQueuesCommand(program, cli);
   addListCommand(program, cli);
@@ -44,29 +53,32 @@ export function createDeadLetterCli(
   addEditCommand(program, cli);
   addPurgeCommand(program, cli);
   addAuditCommand(program, cli);
+  addOutboxCommand(program, cli);
   return program;
 }
 
 /**
- * Runs the command line on an app context and resolves with the exit code; it never calls process.exit, so
- * the caller closes the app first. `argv` is `process.argv` (node, script, arguments...).
+ * Runs the command line and resolves with the exit code; it never calls process.exit. Given an app context, the
+ * caller closes it; given a function that boots one, the command line boots it once the arguments parsed (never
+ * for `--help` or a usage error) and closes it. `argv` is `process.argv` (node, script, arguments...).
  *
  * @example
- * const app = await NestFactory.createApplicationContext(AppModule.forCli(), { logger: ['error', 'warn'] });
- * const code = await runDeadLetterCli(app, process.argv);
- * await app.close();
- * process.exitCode = code;
+ * process.exitCode = await runDeadLetterCli(
+ *   () => NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] }),
+ *   process.argv,
+ * );
  */
 export async function runDeadLetterCli(
-  app: INestApplicationContext,
+  app: CliApp,
   argv: string[],
   io: Partial<DeadLetterCliIo> = {},
 ): Promise<number> {
   const stderr = io.stderr ?? process.stderr;
   const program = createDeadLetterCli(app, io);
+  const cli = contexts.get(program);
   try {
     await program.parseAsync(argv);
-    return exitCodes.get(program)?.code ?? CLI_EXIT.ok;
+    return cli?.exit.code ?? CLI_EXIT.ok;
   } catch (error) {
     if (error instanceof CommanderError) {
       return error.exitCode === 0 ? CLI_EXIT.ok : CLI_EXIT.usage;
@@ -75,9 +87,13 @@ export async function runDeadLetterCli(
       stderr.write(`error: ${error.message}\n`);
       return CLI_EXIT.usage;
     }
-    stderr.write(
-      `error: ${error instanceof DeadLetterNotFoundError ? error.message : errorMessage(error)}\n`,
-    );
+    const known =
+      error instanceof DeadLetterNotFoundError ||
+      error instanceof OutboxRowNotFoundError ||
+      error instanceof EmptySelectionError;
+    stderr.write(`error: ${known ? error.message : errorMessage(error)}\n`);
     return CLI_EXIT.failed;
+  } finally {
+    await cli?.close();
   }
 }

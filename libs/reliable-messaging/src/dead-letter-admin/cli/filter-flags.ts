@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import { InvalidDeadLetterQueryError } from '../../errors/invalid-dead-letter-query.error';
-import { parseDeadLetterFilter, type DeadLetterFilter } from '../dead-letter-filter';
+import { parseDeadLetterFilter, parseTime, type DeadLetterFilter } from '../dead-letter-filter';
 import type { DeadLetterSelection } from '../dead-letter-selection';
 
 /** The options the commands take, as commander parses them. */
@@ -19,20 +19,44 @@ export interface FilterFlags {
   dryRun?: boolean;
   note?: string;
   yes?: boolean;
+  allowEmpty?: boolean;
+}
+
+/** Checks a time as commander reads it, so a malformed one is refused before the app boots. */
+export function timeArgument(field: string): (value: string) => string {
+  return (value) => {
+    parseTime(field, value);
+    return value;
+  };
+}
+
+/** Checks `--limit` as commander reads it, so a malformed one is refused before the app boots. */
+export function limitArgument(value: string): string {
+  const limit = Number(value);
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new InvalidDeadLetterQueryError(`--limit must be a positive integer, got '${value}'`);
+  return value;
 }
 
 /** Adds the filter options that `list`, `replay` and `purge` share. */
 export function withFilters(command: Command): Command {
   return command
-    .option('-q, --queue <queue>', 'the consumer queue (default: every dead-letter queue of the app)')
+    .option(
+      '-q, --queue <queue>',
+      "the consumer queue as declared on the broker, with the app's namespace prefix (default: every dead-letter queue of the app)",
+    )
     .option('--id <messageId...>', 'only these message ids')
     .option('--error-class <class>', 'only this error class, e.g. PaymentDeclined')
     .option('--type <type>', 'only this message type, e.g. order.placed')
     .option('--reason <reason>', 'only this reason, e.g. attempts-exhausted')
-    .option('--since <time>', 'dead-lettered at or after: ISO 8601 or an age (30m, 2h, 7d)')
-    .option('--until <time>', 'dead-lettered before: ISO 8601 or an age')
+    .option(
+      '--since <time>',
+      'dead-lettered at or after: ISO 8601 or an age (30m, 2h, 7d)',
+      timeArgument('since'),
+    )
+    .option('--until <time>', 'dead-lettered before: ISO 8601 or an age', timeArgument('until'))
     .option('--text <text>', 'text found in the body or the error message (case-insensitive)')
-    .addOption(new Option('--limit <n>', 'the most messages to touch'));
+    .addOption(new Option('--limit <n>', 'the most messages to touch').argParser(limitArgument));
 }
 
 /** The filter the flags and positional message ids describe. */

@@ -1,27 +1,15 @@
-import {
-  BadRequestException,
-  Body,
-  Get,
-  HttpCode,
-  Inject,
-  NotFoundException,
-  Param,
-  Post,
-  Query,
-  Req,
-} from '@nestjs/common';
+import { Body, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
 import { DeadLetterMonitor } from '../../dead-letter/dead-letter-monitor.service';
 import { DeadLetterOperations } from '../dead-letter-operations.service';
 import type { DeadLetterSelection } from '../dead-letter-selection';
 import { DeadLetterAudit } from '../dead-letter-audit.service';
 import { parseDeadLetterFilter, type DeadLetterFilterInput } from '../dead-letter-filter';
 import { describeDeadLetter } from '../dead-letter-view';
-import { DeadLetterNotFoundError } from '../../errors/dead-letter-not-found.error';
 import { InvalidDeadLetterQueryError } from '../../errors/invalid-dead-letter-query.error';
-import { ADMIN_ACTOR } from './admin-auth.guard';
+import { actorOf, answer, flagOf, limitOf, noteOf, type AdminInput } from './admin-request';
 import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from './dead-letter-admin.options';
 
-type Input = Record<string, unknown>;
+type Input = AdminInput;
 
 /**
  * The dead-letter admin API: the same operations as the command line, over HTTP. Mounted by
@@ -31,10 +19,13 @@ type Input = Record<string, unknown>;
  * - `GET    queues`                                    depth and oldest age of each dead-letter queue
  * - `GET    messages?queue&type&errorClass&reason&since&until&text&messageIds&limit`
  * - `GET    messages/:queue/:messageId`                one dead letter in full
- * - `POST   replay   { ...filter, all?, limit?, dryRun?, note? }`
+ * - `POST   replay   { ...filter, all?, limit?, dryRun?, allowEmpty?, note? }`
  * - `POST   messages/:queue/:messageId/edit   { body, dryRun?, note? }`  edit the body, then replay
- * - `POST   purge    { ...filter, all?, limit?, dryRun?, confirm: true, note? }`
+ * - `POST   purge    { ...filter, all?, limit?, dryRun?, allowEmpty?, confirm: true, note? }`
  * - `GET    audit?limit`                               the latest audit records
+ *
+ * A replay or purge that matches nothing answers 404 (and is audited as failed) unless `allowEmpty: true`.
+ * The parked outbox rows are served beside it, under `outbox/` (OutboxAdminController).
  */
 export class DeadLetterAdminController {
   constructor(
@@ -74,6 +65,7 @@ export class DeadLetterAdminController {
         dryRun: this.flag(body, 'dryRun'),
         limit: this.limit(body.limit),
         note: this.note(body),
+        allowEmpty: this.flag(body, 'allowEmpty'),
       }),
     );
   }
@@ -117,6 +109,7 @@ export class DeadLetterAdminController {
         dryRun,
         limit: this.limit(body.limit),
         note: this.note(body),
+        allowEmpty: this.flag(body, 'allowEmpty'),
       });
     });
   }
@@ -146,49 +139,22 @@ export class DeadLetterAdminController {
   }
 
   private limit(value: unknown): number {
-    if (value === undefined || value === null || value === '') return this.options.maxBatchSize;
-    const limit = typeof value === 'number' ? value : Number(value);
-    if (!Number.isInteger(limit) || limit < 1 || limit > this.options.maxBatchSize) {
-      throw new InvalidDeadLetterQueryError(
-        `'limit' must be an integer from 1 to ${this.options.maxBatchSize} (this API's batch size); repeat the request for more`,
-      );
-    }
-    return limit;
+    return limitOf(value, this.options);
   }
 
   private flag(input: Input | undefined, name: string): boolean {
-    const value = input?.[name];
-    if (value === undefined) return false;
-    if (typeof value !== 'boolean') throw new InvalidDeadLetterQueryError(`'${name}' must be true or false`);
-    return value;
+    return flagOf(input, name);
   }
 
   private note(input: Input | undefined): string | undefined {
-    const note = input?.note;
-    if (note === undefined) return undefined;
-    if (typeof note !== 'string' || note.length > 1000) {
-      throw new InvalidDeadLetterQueryError("'note' must be a string of at most 1000 characters");
-    }
-    return note;
+    return noteOf(input);
   }
 
   private actor(request: object): string {
-    const recorded = (request as Record<symbol, unknown>)[ADMIN_ACTOR];
-    if (typeof recorded === 'string') return recorded;
-    const fromOption = this.options.actor?.(request);
-    if (fromOption) return fromOption;
-    const user = (request as { user?: Record<string, unknown> }).user;
-    const named = user?.id ?? user?.username ?? user?.name;
-    return typeof named === 'string' || typeof named === 'number' ? `user:${named}` : 'admin-api';
+    return actorOf(request, this.options);
   }
 
   private async run<T>(work: () => Promise<T> | T): Promise<T> {
-    try {
-      return await work();
-    } catch (error) {
-      if (error instanceof InvalidDeadLetterQueryError) throw new BadRequestException(error.message);
-      if (error instanceof DeadLetterNotFoundError) throw new NotFoundException(error.message);
-      throw error;
-    }
+    return answer(work);
   }
 }

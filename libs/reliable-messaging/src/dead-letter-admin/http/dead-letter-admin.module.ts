@@ -8,6 +8,7 @@ import {
 } from '@nestjs/common';
 import { AdminAuthGuard } from './admin-auth.guard';
 import { DeadLetterAdminController } from './dead-letter-admin.controller';
+import { OutboxAdminController } from './outbox-admin.controller';
 import {
   DEAD_LETTER_ADMIN_OPTIONS,
   resolveAdminOptions,
@@ -15,8 +16,8 @@ import {
 } from './dead-letter-admin.options';
 
 /**
- * The opt-in HTTP admin API for dead letters (see DeadLetterAdminController for its routes). Off unless an
- * HTTP app imports it, and never open: it needs bearer tokens, a guard of your own, or both. Requires
+ * The opt-in HTTP admin API for dead letters and parked outbox rows (see DeadLetterAdminController and
+ * OutboxAdminController, under `<path>/outbox`, for their routes). Off unless an HTTP app imports it, and never open: it needs bearer tokens, a guard of your own, or both. Requires
  * `ReliableMessagingModule` (global) in the same app.
  *
  * @example
@@ -33,10 +34,13 @@ export class DeadLetterAdminModule {
     @Controller(resolved.path)
     @UseGuards(...guards)
     class MountedDeadLetterAdminController extends DeadLetterAdminController {}
+    @Controller(`${resolved.path}/outbox`)
+    @UseGuards(...guards)
+    class MountedOutboxAdminController extends OutboxAdminController {}
 
     return {
       module: DeadLetterAdminModule,
-      controllers: [MountedDeadLetterAdminController],
+      controllers: [MountedDeadLetterAdminController, MountedOutboxAdminController],
       providers: [
         { provide: DEAD_LETTER_ADMIN_OPTIONS, useValue: resolved },
         AdminAuthGuard,

@@ -14,7 +14,7 @@ export interface DeadLetterAdminOptions {
   guard?: Type<CanActivate>;
   /** Who a request is, for the audit trail, when a guard of your own let it in. Default: `request.user`'s id, username or name, else `admin-api`. */
   actor?: (request: unknown) => string | undefined;
-  /** The most messages one request may list, replay or purge. Default: 100. */
+  /** The most messages (or parked outbox rows) one request may list, replay, purge, retry or discard. Default: 100. */
   maxBatchSize?: number;
 }
 

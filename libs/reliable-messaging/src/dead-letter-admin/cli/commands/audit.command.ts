@@ -3,11 +3,11 @@ import type { CliContext } from '../cli-context';
 import { limitOf, type FilterFlags } from '../filter-flags';
 import { table } from '../text-output';
 
-/** `dlq audit`: the latest replays, edits and purges from the audit trail. */
+/** `dlq audit`: the latest replays, edits, purges and outbox retries and discards from the audit trail. */
 export function addAuditCommand(program: Command, cli: CliContext): void {
   program
     .command('audit')
-    .description('the latest replays, edits and purges')
+    .description('the latest replays, edits, purges, outbox retries and discards')
     .option('--limit <n>', 'how many', '20')
     .option('--json', 'print JSON')
     .action(async (flags: FilterFlags) => {

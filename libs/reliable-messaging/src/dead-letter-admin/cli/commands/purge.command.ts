@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { CLI_EXIT, type CliContext } from '../cli-context';
+import { EmptySelectionError } from '../../../errors/empty-selection.error';
 import { confirm } from '../confirm-prompt';
 import { limitOf, selectionOf, withFilters, type FilterFlags } from '../filter-flags';
 import { reportResult } from '../operation-report';
@@ -15,14 +16,21 @@ export function addPurgeCommand(program: Command, cli: CliContext): void {
     .option('--all', 'every dead letter of the queue(s), when no other filter is given')
     .option('--dry-run', 'show what would be purged, change nothing')
     .option('-y, --yes', 'do not ask for confirmation')
+    .option('--allow-empty', 'matching nothing is not an error (exit 0)')
     .option('--note <text>', 'a note for the audit record')
     .option('--json', 'print JSON')
     .action(async (messageIds: string[], flags: FilterFlags) => {
       const selection = selectionOf(flags, messageIds);
-      const options = { actor: cli.io.actor, limit: limitOf(flags), note: flags.note };
+      const options = {
+        actor: cli.io.actor,
+        limit: limitOf(flags),
+        note: flags.note,
+        allowEmpty: flags.allowEmpty,
+      };
       if (!flags.dryRun && !flags.yes) {
-        const preview = await cli.operations.purge(selection, { ...options, dryRun: true });
+        const preview = await cli.operations.purge(selection, { ...options, dryRun: true, allowEmpty: true });
         if (preview.messageIds.length === 0) {
+          if (!flags.allowEmpty) throw new EmptySelectionError('purge');
           if (flags.json) cli.printJson(preview);
           else cli.print('no dead letter matches: nothing to purge');
           return;

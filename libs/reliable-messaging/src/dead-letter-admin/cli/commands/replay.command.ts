@@ -10,6 +10,7 @@ export function addReplayCommand(program: Command, cli: CliContext): void {
     .description('send dead letters back to the queue they failed in (one, a filtered set, or a time window)')
     .option('--all', 'every dead letter of the queue(s), when no other filter is given')
     .option('--dry-run', 'show what would be replayed, change nothing')
+    .option('--allow-empty', 'matching nothing is not an error (exit 0)')
     .option('--note <text>', 'a note for the audit record (a ticket, a reason)')
     .option('--json', 'print JSON')
     .action(async (messageIds: string[], flags: FilterFlags) => {
@@ -20,6 +21,7 @@ export function addReplayCommand(program: Command, cli: CliContext): void {
           dryRun: flags.dryRun,
           limit: limitOf(flags),
           note: flags.note,
+          allowEmpty: flags.allowEmpty,
           onProgress: progress.update,
         })
         .finally(() => progress.stop());
