@@ -47,8 +47,8 @@ export class ConsumerRunner {
   private readonly slots: LimitFunction;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly deliveries = new Set<InboundDelivery>();
-  /** The last message delivered, kept by reference (one field write per delivery) for the queue age estimate. */
-  private lastDelivered?: ConsumeMessage;
+  /** The last delivery, kept by reference (one field write per delivery) for the queue's age estimate. */
+  private lastDelivery?: InboundDelivery;
   private channel?: Channel;
   /** Batches the acks of `channel`. */
   private acks?: AckBatcher;
@@ -109,7 +109,8 @@ export class ConsumerRunner {
       const at = publishedAt(delivery.raw) ?? delivery.receivedAt;
       if (oldestHeldAt === undefined || at < oldestHeldAt) oldestHeldAt = at;
     }
-    return { oldestHeldAt, lastDeliveredAt: this.lastDelivered && publishedAt(this.lastDelivered) };
+    const last = this.lastDelivery;
+    return { oldestHeldAt, lastDeliveredAt: last && publishedAt(last.raw), lastReceivedAt: last?.receivedAt };
   }
 
   /** Opens the consumer's channel on this connection and subscribes. Called after every (re)connection. */
@@ -214,7 +215,6 @@ export class ConsumerRunner {
       void this.recover();
       return;
     }
-    this.lastDelivered = message;
     const acks = this.channel === channel ? this.acks : undefined;
     acks?.track(message);
     const delivery = new InboundDelivery(
@@ -225,6 +225,7 @@ export class ConsumerRunner {
       this.draining.signal,
       this.holdLimitMs,
     );
+    this.lastDelivery = delivery;
     const finished = (): void => {
       this.completed++;
       this.inFlight.delete(task);

@@ -1,11 +1,21 @@
 import type { Message } from 'amqplib';
 
-/** What one consumer knows of its queue's messages, as publish times (epoch ms); read on scrape, never per delivery. */
+/** What one consumer knows of its queue's messages (epoch ms); read on scrape, never worked out per delivery. */
 export interface QueueAgeSample {
   /** The publish time of the oldest delivery this process holds unacknowledged; undefined when it holds none. */
   oldestHeldAt?: number;
   /** The publish time of the last message delivered to this process; undefined when none was, or it had no timestamp. */
   lastDeliveredAt?: number;
+  /** When this process received that last message; undefined when none was delivered. */
+  lastReceivedAt?: number;
+}
+
+/** One passive-declare reading of a queue. */
+export interface QueueReading {
+  /** Ready messages; undefined when the queue does not exist. */
+  ready?: number;
+  /** Consumers subscribed, from every process. */
+  consumers?: number;
 }
 
 /**
@@ -19,35 +29,46 @@ export function publishedAt(message: Pick<Message, 'properties'>): number | unde
 
 /**
  * Estimates the age of the oldest message of one queue from passive-declare readings and what its consumer in
- * this process saw, without ever looking at the queue's head (RabbitMQ reports no head timestamp for a quorum
- * queue, and a basic.get with requeue would count towards its delivery limit). The estimate is the older of:
+ * this process saw, without looking at the queue's head: RabbitMQ reports no head timestamp for a quorum queue,
+ * and a basic.get with requeue would count towards its delivery limit. The estimate is the older of:
  *
- * - the oldest delivery held unacknowledged: exact, to the timestamp's 1 s resolution;
- * - while messages are ready, the ready ones. In a FIFO queue they were published after the last message
- *   delivered and after the last reading that found none ready, so `now - max(those)` bounds their age from
- *   above, too high by the publish gap before the next message. When neither is known (nothing delivered since
- *   the process started, the queue never seen empty), the time since the first reading that found messages ready
- *   bounds it from below, too low by however long they waited before that reading.
+ * - the oldest delivery this process holds unacknowledged: exact, to the timestamp's 1 s resolution;
+ * - while messages are ready and this process took a delivery since its previous reading: the last message it
+ *   took. The queue hands messages out in order, so those still ready were published after it: the estimate is
+ *   too high by the publish gap between that message and the next one, never too low;
+ * - while messages are ready and no process consumes the queue: the time since the first reading of this run of
+ *   readings with messages ready. Too low by how long they had waited before that reading: at most the interval
+ *   between two readings when the previous one found the queue empty.
  *
+ * A process that holds nothing and took nothing of a queue that others consume reports only what it holds (0):
+ * the process that takes the messages reports them, and Prometheus takes the maximum over processes.
  * One estimator per queue, kept by QueueDepthMonitor between readings.
  */
 export class QueueAgeEstimator {
+  /** The previous reading. */
+  private readAt?: number;
   /** The first reading of the current run of readings with messages ready. */
   private readySince?: number;
-  /** The last reading that found no message ready. */
-  private emptyAt?: number;
 
-  /** The estimated age in seconds of the oldest message at `now`, given `ready` messages ready; 0 when none waits. */
-  estimate(now: number, ready: number | undefined, sample: QueueAgeSample): number {
+  /** The estimated age in seconds of the oldest message at `now`; 0 when none waits. */
+  estimate(now: number, reading: QueueReading, sample: QueueAgeSample): number {
+    const previous = this.readAt;
+    this.readAt = now;
     let oldest = sample.oldestHeldAt;
-    if (ready === undefined || ready === 0) {
+    const ready = reading.ready ?? 0;
+    if (ready === 0) {
       this.readySince = undefined;
-      if (ready === 0) this.emptyAt = now;
     } else {
       this.readySince ??= now;
-      const after = Math.max(sample.lastDeliveredAt ?? -Infinity, this.emptyAt ?? -Infinity);
-      const readyOldest = Number.isFinite(after) ? after : this.readySince;
-      oldest = oldest === undefined ? readyOldest : Math.min(oldest, readyOldest);
+      const delivering =
+        sample.lastReceivedAt !== undefined && (previous === undefined || sample.lastReceivedAt >= previous);
+      const readyOldest = delivering
+        ? sample.lastDeliveredAt
+        : reading.consumers === 0
+          ? this.readySince
+          : undefined;
+      if (readyOldest !== undefined)
+        oldest = oldest === undefined ? readyOldest : Math.min(oldest, readyOldest);
     }
     return oldest === undefined ? 0 : Math.max(0, (now - oldest) / 1000);
   }

@@ -52,11 +52,14 @@ export class QueueDepthMonitor {
     for (const consumer of this.registry.consumers) {
       const queue = await this.check(model, consumer.queue);
       const ready = queue?.messageCount;
-      // Sampled after the reading: a delivery between the two only moves the estimate towards the truth.
-      const sample = this.registry.ageSample(consumer.queue);
+      // NOTE: sampled after the reading: a delivery in between only moves the estimate towards the truth.
       let estimator = this.ages.get(consumer.queue);
       if (!estimator) this.ages.set(consumer.queue, (estimator = new QueueAgeEstimator()));
-      const age = estimator.estimate(Date.now(), ready, sample);
+      const age = estimator.estimate(
+        Date.now(),
+        { ready, consumers: queue?.consumerCount },
+        this.registry.ageSample(consumer.queue),
+      );
       depths.push({
         queue: consumer.queue,
         ready,
