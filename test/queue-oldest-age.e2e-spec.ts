@@ -20,6 +20,7 @@ class ParcelScanned {
 
 const KEEPS_UP = uniqueQueue('age-keeps-up');
 const STALLED = uniqueQueue('age-stalled');
+const TAKEN = uniqueQueue('age-taken');
 const IDLE = uniqueQueue('age-idle');
 const LANED = uniqueQueue('age-laned');
 
@@ -45,16 +46,28 @@ class Gate {
 @Injectable()
 class ScanConsumers {
   readonly stalled = new Gate();
-  readonly kept: string[] = [];
+  readonly taken = new Gate();
+  readonly keptUp = new Gate();
 
   @Consume({ queue: KEEPS_UP })
   async onKeptUp(event: ParcelScanned): Promise<void> {
-    this.kept.push(event.id);
+    await this.keptUp.pass(event.id);
   }
 
-  @Consume({ queue: STALLED, concurrency: 1, prefetch: 1, deadlineMs: 120_000, retry: { maxDelayMs: 30_000 } })
+  @Consume({
+    queue: STALLED,
+    concurrency: 1,
+    prefetch: 1,
+    deadlineMs: 120_000,
+    retry: { maxDelayMs: 30_000 },
+  })
   async onStalled(event: ParcelScanned): Promise<void> {
     await this.stalled.pass(event.id);
+  }
+
+  @Consume({ queue: TAKEN, concurrency: 1, prefetch: 1 })
+  async onTaken(event: ParcelScanned): Promise<void> {
+    await this.taken.pass(event.id);
   }
 
   @Consume({ queue: IDLE })
@@ -110,6 +123,8 @@ describe('oldest-message age of consumer queues', () => {
 
   afterAll(async () => {
     consumers?.stalled.releaseAll();
+    consumers?.taken.releaseAll();
+    consumers?.keptUp.releaseAll();
     await app?.close();
     await broker?.deleteByPrefix();
     await broker?.close();
@@ -126,11 +141,16 @@ describe('oldest-message age of consumer queues', () => {
     expect(await gauge(LIMIT, STALLED)).toBe(150);
   });
 
-  it('reads 0 once a consumer that keeps up has drained its queue, however old its messages were', async () => {
+  it('falls back to 0 once its consumer has handled the oldest message, however old it was', async () => {
     await publishScan(KEEPS_UP, 'kept-1', 900);
-    await waitFor('the old message handled', () => consumers.kept.includes('kept-1'));
+    await waitFor('the old message held', () => consumers.keptUp.started.includes('kept-1'));
+    await waitFor('the old message seen', async () => ((await gauge(AGE, KEEPS_UP)) ?? 0) >= 900);
+    consumers.keptUp.release('kept-1');
     await waitFor('the age back to 0', async () => (await gauge(AGE, KEEPS_UP)) === 0);
   });
+
+  /** When the reading that first found messages ready in STALLED was asked for, and when it answered. */
+  const stalledSeen = { from: 0, by: 0 };
 
   it('gives the exact age of the delivery a stalled handler holds, while younger ones wait ready', async () => {
     const first = await publishScan(STALLED, 'stalled-1', 600);
@@ -140,48 +160,73 @@ describe('oldest-message age of consumer queues', () => {
     expect(consumers.stalled.started).toEqual(['stalled-1']);
     await waitFor('two messages ready behind it', async () => (await broker.queueDepth(STALLED)) === 2);
 
-    // A reading is shared for up to 1 s, so the gauge may be that much behind the clock; never ahead.
+    stalledSeen.from = Date.now();
+    await waitFor('a reading that sees the held message', async () => ((await gauge(AGE, STALLED)) ?? 0) > 0);
+    stalledSeen.by = Date.now();
     const age = (await gauge(AGE, STALLED))!;
-    const expected = truth(first);
-    expect(age).toBeGreaterThanOrEqual(expected - 1.05);
-    expect(age).toBeLessThanOrEqual(expected + 0.05);
+    // A reading is shared for up to 1 s, so the gauge may be that much behind the clock; never ahead.
+    expect(age).toBeGreaterThanOrEqual(truth(first) - 1.05);
+    expect(age).toBeLessThanOrEqual(truth(first) + 0.05);
   });
 
-  it('bounds the ready messages of a stopped consumer from the last one it took: too high by the publish gap at most', async () => {
-    const registryOfConsumers = app.get(ConsumerRegistry);
-    const stopped = registryOfConsumers.stopAll(Date.now() + 30_000);
-    await waitFor('the stalled consumer cancelled', () =>
-      registryOfConsumers.statuses.every((status) => !status.consuming),
+  it('counts the ready messages of a consumer that stopped after taking one from that one: too high by the publish gap at most', async () => {
+    await publishScan(TAKEN, 'taken-1', 600);
+    const trueOldest = await publishScan(TAKEN, 'taken-2', 590);
+    await publishScan(TAKEN, 'taken-3', 300);
+    // No reading until the consumer has stopped: it took taken-1 since the previous one.
+    await waitFor('the first message taken', () => consumers.taken.started.length === 1);
+    const consumerRegistry = app.get(ConsumerRegistry);
+    const stopped = consumerRegistry.stopAll(Date.now() + 30_000);
+    await waitFor('every consumer cancelled', () =>
+      consumerRegistry.statuses.every((status) => !status.consuming),
     );
+    consumers.taken.release('taken-1');
     consumers.stalled.release('stalled-1');
     await stopped;
-    expect(registryOfConsumers.statuses.find((status) => status.queue === STALLED)?.inFlight).toBe(0);
-    await waitFor('two messages left ready', async () => (await broker.queueDepth(STALLED)) === 2);
+    expect(consumerRegistry.statuses.map((status) => status.inFlight)).toEqual(
+      consumerRegistry.statuses.map(() => 0),
+    );
+    expect(await broker.queueDepth(TAKEN)).toBe(2);
 
-    // The oldest message now is stalled-2, published 590 s ago; the last one taken, stalled-1, 10 s before it.
-    const trueOldest = Math.floor(Date.now() / 1000) - 590;
-    const age = (await gauge(AGE, STALLED))!;
+    await waitFor('a reading of the stopped queue', async () => ((await gauge(AGE, TAKEN)) ?? 0) > 0);
+    const age = (await gauge(AGE, TAKEN))!;
+    // The oldest message now is taken-2; the last one taken, taken-1, was published 10 s before it.
     expect(age).toBeGreaterThanOrEqual(truth(trueOldest) - 1.05);
     expect(age).toBeLessThanOrEqual(truth(trueOldest) + 10 + 0.05);
   });
 
-  it('bounds a queue with no consumer from the last reading that found it empty', async () => {
-    expect(app.get(ConsumerRegistry).statuses.find((status) => status.queue === IDLE)?.consuming).toBe(false);
-    const lastEmptyReadingFrom = Date.now();
-    expect(await gauge(AGE, IDLE)).toBe(0);
-    const published = await publishScan(IDLE, 'idle-1', 0);
-    const publishedBy = Date.now();
+  it('bounds a queue nobody consumes from below by the time since it was first seen with messages ready', async () => {
+    await waitFor('the broker to count no consumer on the stalled queue', async () => {
+      return (await broker.checkQueue(STALLED)).consumerCount === 0;
+    });
+    // stalled-2 (590 s old) heads the queue; it was first seen ready by the stalled handler's reading.
+    const trueOldest = Math.floor(stalledSeen.from / 1000) - 590;
+    await waitFor('a reading since the consumer count fell to 0', async () => {
+      const age = (await gauge(AGE, STALLED)) ?? 0;
+      return age >= (Date.now() - stalledSeen.by) / 1000 - 1.05;
+    });
+    const age = (await gauge(AGE, STALLED))!;
+    expect(age).toBeGreaterThanOrEqual((Date.now() - stalledSeen.by) / 1000 - 1.05);
+    expect(age).toBeLessThanOrEqual((Date.now() - stalledSeen.from) / 1000 + 1.05);
+    expect(age).toBeLessThan(truth(trueOldest));
+  });
 
-    await waitFor(
-      'the message seen waiting 2 s',
-      async () => ((await gauge(AGE, IDLE)) ?? 0) >= 2,
-      { timeoutMs: 15_000, intervalMs: 200 },
-    );
+  it('bounds a queue nobody consumes from the first reading that found its message, when it was empty before', async () => {
+    await waitFor('the broker to count no consumer on the idle queue', async () => {
+      return (await broker.checkQueue(IDLE)).consumerCount === 0;
+    });
+    await waitFor('a reading that finds it empty', async () => (await gauge(AGE, IDLE)) === 0);
+    const published = await publishScan(IDLE, 'idle-1', 0);
+
+    await waitFor('the message seen waiting 2 s', async () => ((await gauge(AGE, IDLE)) ?? 0) >= 2, {
+      timeoutMs: 15_000,
+      intervalMs: 200,
+    });
     const age = (await gauge(AGE, IDLE))!;
-    // The empty reading may be one shared from up to 1 s before it was asked for; the timestamp's whole
-    // seconds put the truth up to 1 s ahead of the real publish.
-    expect(age).toBeGreaterThanOrEqual(truth(published) - 1 - 1.05);
-    expect(age).toBeLessThanOrEqual(truth(published) + (publishedBy - lastEmptyReadingFrom) / 1000 + 1 + 0.05);
+    // Too low by the wait before the first reading that found it (the empty reading before it was shared for
+    // 1 s at most), never too high; the timestamp's whole seconds put the truth up to 1 s ahead of the publish.
+    expect(age).toBeLessThanOrEqual(truth(published) + 0.05);
+    expect(age).toBeGreaterThanOrEqual(truth(published) - 1 - 1.2);
     expect(await broker.queueDepth(IDLE)).toBe(1);
   });
 });
