@@ -134,7 +134,7 @@ export class MetricsCollector implements OnModuleInit {
     );
     this.gauge(
       'rm_queue_oldest_message_age_seconds',
-      "Estimated age of the oldest message in a consumer queue, ready or held by this process, from its publish timestamp; 0 when none waits (see docs/operations.md for the method and its error bound).",
+      'Estimated age of the oldest message in a consumer queue, ready or held by this process, from its publish timestamp; 0 when none waits (see docs/operations.md for the method and its error bound).',
       ['queue'],
       async (gauge) => {
         for (const depth of await this.read('queues', this.queues.snapshot())) {
