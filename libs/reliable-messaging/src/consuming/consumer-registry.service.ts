@@ -6,6 +6,7 @@ import { OrderedRetry } from '../ordering/ordered-retry.service';
 import { ReliabilityPipeline } from '../pipeline/reliability-pipeline';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import type { QueueAgeSample } from '../metrics/queue-age';
 import type { ConsumerPlan } from './consumer-plan';
 import { ConsumerRunner, type ConsumerStatus, type DrainResult } from './consumer-runner';
 
@@ -52,6 +53,11 @@ export class ConsumerRegistry {
 
   get statuses(): ConsumerStatus[] {
     return this.runners.map((runner) => runner.status);
+  }
+
+  /** What the consumer of `queue` knows of its messages' ages (metrics/queue-age.ts); empty when none reads it. */
+  ageSample(queue: string): QueueAgeSample {
+    return this.runners.find((runner) => runner.definition.queue === queue)?.ageSample ?? {};
   }
 
   async startAll(model: ChannelModel): Promise<void> {

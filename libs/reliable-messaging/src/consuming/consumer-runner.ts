@@ -12,6 +12,7 @@ import { maxDeadlineMs } from '../flow-control/deadline-limits';
 import { isOrdered, type ConsumerPlan } from './consumer-plan';
 import { AckBatcher } from './ack-batcher';
 import { sharedAbortController } from '../util/shared-abort';
+import { publishedAt, type QueueAgeSample } from '../metrics/queue-age';
 
 const RESUBSCRIBE_BASE_MS = 200;
 const RESUBSCRIBE_CAP_MS = 10_000;
@@ -46,6 +47,8 @@ export class ConsumerRunner {
   private readonly slots: LimitFunction;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly deliveries = new Set<InboundDelivery>();
+  /** The last delivery, kept by reference (one field write per delivery) for the queue's age estimate. */
+  private lastDelivery?: InboundDelivery;
   private channel?: Channel;
   /** Batches the acks of `channel`. */
   private acks?: AckBatcher;
@@ -92,6 +95,22 @@ export class ConsumerRunner {
       consuming: this.consumerTag !== undefined,
       inFlight: this.inFlight.size,
     };
+  }
+
+  /**
+   * The publish times the queue's oldest-message age is estimated from (metrics/queue-age.ts), worked out here on
+   * each scrape so that a delivery costs nothing more than keeping a reference to the last one.
+   */
+  get ageSample(): QueueAgeSample {
+    let oldestHeldAt: number | undefined;
+    for (const delivery of this.deliveries) {
+      if (delivery.isSettled) continue;
+      // Without a timestamp, the receipt is the latest it can have been published.
+      const at = publishedAt(delivery.raw) ?? delivery.receivedAt;
+      if (oldestHeldAt === undefined || at < oldestHeldAt) oldestHeldAt = at;
+    }
+    const last = this.lastDelivery;
+    return { oldestHeldAt, lastDeliveredAt: last && publishedAt(last.raw), lastReceivedAt: last?.receivedAt };
   }
 
   /** Opens the consumer's channel on this connection and subscribes. Called after every (re)connection. */
@@ -206,6 +225,7 @@ export class ConsumerRunner {
       this.draining.signal,
       this.holdLimitMs,
     );
+    this.lastDelivery = delivery;
     const finished = (): void => {
       this.completed++;
       this.inFlight.delete(task);

@@ -5,6 +5,7 @@ import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { PublisherConnection } from '../amqp/publisher-connection.service';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { OverdueHandlers } from '../flow-control/overdue-handlers.service';
 import { DatabaseAvailability } from '../database/database-availability.service';
 import { DeadLetterMonitor } from '../dead-letter/dead-letter-monitor.service';
@@ -17,6 +18,11 @@ import { errorMessage } from '../util/error-text';
 import { withTimeout } from '../util/with-timeout';
 import { MessagingMetrics } from './messaging-metrics.service';
 import { QueueDepthMonitor } from './queue-depth.monitor';
+
+/** How old a message of `consumer`'s queue may get while all is well: one attempt past its deadline, then the longest backoff. */
+export function ageLimitSeconds(consumer: Pick<ConsumerPlan, 'deadline' | 'retry'>): number {
+  return (consumer.deadline.deadlineMs + consumer.retry.options.maxDelayMs) / 1000;
+}
 
 /**
  * The gauges read when Prometheus scrapes: each broker connection (`connection="consume"` or `"publish"`), each consumer's state, queue and dead-letter
@@ -124,6 +130,25 @@ export class MetricsCollector implements OnModuleInit {
         for (const depth of await this.read('queues', this.queues.snapshot())) {
           if (depth.consumers !== undefined) gauge.set({ queue: depth.queue }, depth.consumers);
         }
+      },
+    );
+    this.gauge(
+      'rm_queue_oldest_message_age_seconds',
+      'Estimated age of the oldest message in a consumer queue, ready or held by this process, from its publish timestamp; 0 when none waits (see docs/operations.md for the method and its error bound).',
+      ['queue'],
+      async (gauge) => {
+        for (const depth of await this.read('queues', this.queues.snapshot())) {
+          if (depth.oldestAgeSeconds !== undefined) gauge.set({ queue: depth.queue }, depth.oldestAgeSeconds);
+        }
+      },
+    );
+    this.gauge(
+      'rm_consumer_age_limit_seconds',
+      "A consumer's handler deadline plus its retry backoff cap: a message older than this waits for no attempt of its own.",
+      ['queue'],
+      (gauge) => {
+        for (const consumer of this.registry.consumers)
+          gauge.set({ queue: consumer.queue }, ageLimitSeconds(consumer));
       },
     );
     this.gauge(
