@@ -152,6 +152,7 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
     DeadLetterMonitor,
     DeadLetterOperations,
     DeadLetterAudit,
+    QueueDepthMonitor,
     ReliableMessagingTransport,
     ReliableMessagingClient,
     TransactionContext,

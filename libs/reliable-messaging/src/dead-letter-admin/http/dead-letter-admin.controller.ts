@@ -18,7 +18,7 @@ import { parseDeadLetterFilter, type DeadLetterFilterInput } from '../dead-lette
 import { describeDeadLetter } from '../dead-letter-view';
 import { DeadLetterNotFoundError } from '../../errors/dead-letter-not-found.error';
 import { InvalidDeadLetterQueryError } from '../../errors/invalid-dead-letter-query.error';
-import { ADMIN_ACTOR } from './admin-auth.guard';
+import { adminActor } from './admin-actor';
 import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from './dead-letter-admin.options';
 
 type Input = Record<string, unknown>;
@@ -173,13 +173,7 @@ export class DeadLetterAdminController {
   }
 
   private actor(request: object): string {
-    const recorded = (request as Record<symbol, unknown>)[ADMIN_ACTOR];
-    if (typeof recorded === 'string') return recorded;
-    const fromOption = this.options.actor?.(request);
-    if (fromOption) return fromOption;
-    const user = (request as { user?: Record<string, unknown> }).user;
-    const named = user?.id ?? user?.username ?? user?.name;
-    return typeof named === 'string' || typeof named === 'number' ? `user:${named}` : 'admin-api';
+    return adminActor(request, this.options);
   }
 
   private async run<T>(work: () => Promise<T> | T): Promise<T> {
