@@ -27,7 +27,12 @@ export class ConsoleAuditController {
     const records = await this.audit.recent(AUDIT_PAGE);
     sendHtml(
       response,
-      layout(frame, 'Audit log', 'audit', auditView(frame, records, typeof highlight === 'string' ? highlight : undefined)),
+      layout(
+        frame,
+        'Audit log',
+        'audit',
+        auditView(frame, records, typeof highlight === 'string' ? highlight : undefined),
+      ),
     );
   }
 }

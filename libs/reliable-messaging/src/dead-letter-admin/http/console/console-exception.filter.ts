@@ -35,7 +35,8 @@ export class ConsoleExceptionFilter implements ExceptionFilter {
             : 500;
     if (status === 500) this.logger.error(`console ${request.method} failed: ${errorMessage(error)}`);
     const frame = this.console.frame(request);
-    const content = html`${notice('error', errorMessage(error))}<p><a href="${this.console.base}">Back to the overview</a></p>`;
+    const content = html`${notice('error', errorMessage(error))}
+      <p><a href="${this.console.base}">Back to the overview</a></p>`;
     sendHtml(response, layout(frame, status === 403 ? 'Refused' : 'Could not do that', '', content), status);
   }
 }

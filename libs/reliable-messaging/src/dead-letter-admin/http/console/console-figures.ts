@@ -58,7 +58,8 @@ export class ConsoleFigures {
       oldestAgeSeconds: undefined,
     }));
     const deadLetterQueues: DeadLetterQueueFigures[] = [];
-    for (const queue of this.operations.knownQueues()) deadLetterQueues.push(await this.deadLetterQueue(queue));
+    for (const queue of this.operations.knownQueues())
+      deadLetterQueues.push(await this.deadLetterQueue(queue));
     return { consumerQueues, deadLetterQueues, readAt: new Date() };
   }
 

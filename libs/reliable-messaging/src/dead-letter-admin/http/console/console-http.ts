@@ -88,7 +88,8 @@ function fieldsOf(parsed: object): ConsoleForm {
   const form: ConsoleForm = {};
   for (const [key, value] of Object.entries(parsed)) {
     if (typeof value === 'string') form[key] = value;
-    else if (Array.isArray(value)) form[key] = value.filter((item): item is string => typeof item === 'string');
+    else if (Array.isArray(value))
+      form[key] = value.filter((item): item is string => typeof item === 'string');
   }
   return form;
 }

@@ -44,7 +44,9 @@ export class ConsoleMessagesController {
       const { all: _all, ...selection } = selectionOf(filter);
       const limit = filter.limit === undefined ? this.options.maxBatchSize : Number(filter.limit);
       if (!Number.isInteger(limit) || limit < 1 || limit > this.options.maxBatchSize) {
-        throw new InvalidDeadLetterQueryError(`'limit' must be an integer from 1 to ${this.options.maxBatchSize}`);
+        throw new InvalidDeadLetterQueryError(
+          `'limit' must be an integer from 1 to ${this.options.maxBatchSize}`,
+        );
       }
       Object.assign(page, await this.operations.list(selection, { limit }));
     } catch (error) {
@@ -107,8 +109,12 @@ export class ConsoleMessagesController {
         dryRun: !replay,
         note: note.trim() === '' ? undefined : note.slice(0, 1000),
       });
-      if (replay) return redirectTo(response, `${this.console.base}/audit${query({ highlight: result.auditId })}`);
-      sendHtml(response, page(result.before, { kind: 'ok', text: 'The body is valid: its consumer accepts it.' }));
+      if (replay)
+        return redirectTo(response, `${this.console.base}/audit${query({ highlight: result.auditId })}`);
+      sendHtml(
+        response,
+        page(result.before, { kind: 'ok', text: 'The body is valid: its consumer accepts it.' }),
+      );
     } catch (error) {
       if (!(error instanceof InvalidDeadLetterQueryError)) throw error;
       const deadLetter = await this.operations.show(messageId, queue);

@@ -4,7 +4,16 @@ import { field, fields } from './console-http';
 import type { FilterFields } from './views/messages.view';
 import type { SelectionFields } from './views/operation.view';
 
-const FILTER_NAMES = ['queue', 'messageIds', 'errorClass', 'type', 'reason', 'since', 'until', 'text'] as const;
+const FILTER_NAMES = [
+  'queue',
+  'messageIds',
+  'errorClass',
+  'type',
+  'reason',
+  'since',
+  'until',
+  'text',
+] as const;
 
 /** The list filters of a query string, as the form shows them again. */
 export function filterFieldsOf(source: Record<string, unknown>): FilterFields {
@@ -20,7 +29,11 @@ export function filterFieldsOf(source: Record<string, unknown>): FilterFields {
 export function selectionFieldsOf(source: Record<string, unknown>): SelectionFields {
   const { limit: _limit, ...filter } = filterFieldsOf(source);
   const ids = fields(source, 'id');
-  return { ...filter, ...(ids.length > 0 ? { id: ids } : {}), ...(field(source, 'all') === '1' ? { all: '1' } : {}) };
+  return {
+    ...filter,
+    ...(ids.length > 0 ? { id: ids } : {}),
+    ...(field(source, 'all') === '1' ? { all: '1' } : {}),
+  };
 }
 
 /** The selection the fields describe; throws InvalidDeadLetterQueryError as the API's does. */

@@ -2,7 +2,14 @@ import { Get, Injectable, Post, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { AdminAuthGuard } from '../admin-auth.guard';
 import { ConsoleContext } from './console-context';
-import { CONSOLE_FORM, field, redirectTo, sendHtml, setConsoleHeaders, type ConsoleRequest } from './console-http';
+import {
+  CONSOLE_FORM,
+  field,
+  redirectTo,
+  sendHtml,
+  setConsoleHeaders,
+  type ConsoleRequest,
+} from './console-http';
 import { CONSOLE_CSS } from './console.css';
 import { ConsoleOpenRoute } from './console.guard';
 import { signInView } from './views/sign-in.view';

@@ -16,11 +16,18 @@ describe('ConsoleSessions', () => {
 
   it.each([
     ['no cookie', () => undefined],
-    ['a forged payload', (cookie: string) => `${Buffer.from('{"id":"x","name":"ops","expiresAt":9e15}').toString('base64url')}.${cookie.split('.')[1]}`],
+    [
+      'a forged payload',
+      (cookie: string) =>
+        `${Buffer.from('{"id":"x","name":"ops","expiresAt":9e15}').toString('base64url')}.${cookie.split('.')[1]}`,
+    ],
     ['a truncated signature', (cookie: string) => cookie.slice(0, -2)],
     ['an extra segment', (cookie: string) => `${cookie}.x`],
     ['garbage', () => 'not-a-session'],
-    ['a session signed by another key', () => new ConsoleSessions(HOUR, Buffer.alloc(32, 8), () => clock).issue('ops').cookie],
+    [
+      'a session signed by another key',
+      () => new ConsoleSessions(HOUR, Buffer.alloc(32, 8), () => clock).issue('ops').cookie,
+    ],
   ])('refuses %s', (_case, make) => {
     const { cookie } = sessions.issue('ops');
     expect(sessions.read(make(cookie))).toBeUndefined();

@@ -10,7 +10,13 @@ import { Reflector } from '@nestjs/core';
 import type { Response } from 'express';
 import { ADMIN_ACTOR } from '../admin-auth.guard';
 import { ConsoleContext } from './console-context';
-import { CONSOLE_FORM, CONSOLE_SESSION, readForm, setConsoleHeaders, type ConsoleRequest } from './console-http';
+import {
+  CONSOLE_FORM,
+  CONSOLE_SESSION,
+  readForm,
+  setConsoleHeaders,
+  type ConsoleRequest,
+} from './console-http';
 import { CONSOLE_COOKIE, cookieValue } from './console-session';
 
 const OPEN_ROUTE = 'rm:console-open-route';

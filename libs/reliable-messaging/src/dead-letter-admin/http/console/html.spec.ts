@@ -3,7 +3,11 @@ import { escapeHtml, html, visibleText } from './html';
 
 describe('html', () => {
   it.each([
-    ['a script element', '<script>window.__pwned=1</script>', '&lt;script&gt;window.__pwned=1&lt;/script&gt;'],
+    [
+      'a script element',
+      '<script>window.__pwned=1</script>',
+      '&lt;script&gt;window.__pwned=1&lt;/script&gt;',
+    ],
     ['an attribute breakout', '" onmouseover="alert(1)', '&quot; onmouseover=&quot;alert(1)'],
     ['single quotes and ampersands', "it's & <b>", 'it&#39;s &amp; &lt;b&gt;'],
     ['an ANSI colour escape', '\u001b[31mred\u001b[0m', '\u241b[31mred\u241b[0m'],
@@ -20,7 +24,11 @@ describe('html', () => {
 
   it('inserts nested html as it is, and joins arrays, each item escaped', () => {
     const rows = ['<a>', 'b'].map((cell) => html`<li>${cell}</li>`);
-    expect(html`<ul>${rows}${['<i>']}</ul>`.value).toBe('<ul><li>&lt;a&gt;</li><li>b</li>&lt;i&gt;</ul>');
+    expect(
+      html`<ul>
+        ${rows}${['<i>']}
+      </ul>`.value,
+    ).toBe('<ul><li>&lt;a&gt;</li><li>b</li>&lt;i&gt;</ul>');
   });
 
   it('writes nothing for null, undefined and false, and numbers as text', () => {

@@ -56,5 +56,7 @@ function render(value: unknown): string {
   if (value instanceof SafeHtml) return value.value;
   if (Array.isArray(value)) return value.map(render).join('');
   if (value === null || value === undefined || value === false) return '';
-  return escapeHtml(String(value));
+  return escapeHtml(
+    typeof value === 'object' ? JSON.stringify(value) : String(value as string | number | bigint),
+  );
 }

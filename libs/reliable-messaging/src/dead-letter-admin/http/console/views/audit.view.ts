@@ -20,10 +20,28 @@ export function auditView(frame: PageFrame, records: DeadLetterAuditRecord[], hi
       <td class="error">${note}</td>
     </tr>`;
   });
-  return html`
-${done ? notice(done.outcome === 'completed' ? 'ok' : 'error', `${done.action}: ${done.messageCount} dead letter(s), ${done.outcome}.`) : ''}
-<table id="audit">
-<thead><tr><th>Started</th><th>Action</th><th>Actor</th><th>Queue</th><th class="num">Messages</th><th>Outcome</th><th>Selection</th><th>Note</th></tr></thead>
-<tbody>${rows.length > 0 ? rows : html`<tr><td colspan="8" class="none">Nothing has been replayed, edited or purged yet.</td></tr>`}</tbody>
-</table>`;
+  return html` ${done ? notice(done.outcome === 'completed' ? 'ok' : 'error', `${done.action}: ${done.messageCount} dead letter(s), ${done.outcome}.`) : ''}
+    <table id="audit">
+      <thead>
+        <tr>
+          <th>Started</th>
+          <th>Action</th>
+          <th>Actor</th>
+          <th>Queue</th>
+          <th class="num">Messages</th>
+          <th>Outcome</th>
+          <th>Selection</th>
+          <th>Note</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${
+          rows.length > 0
+            ? rows
+            : html`<tr>
+                <td colspan="8" class="none">Nothing has been replayed, edited or purged yet.</td>
+              </tr>`
+        }
+      </tbody>
+    </table>`;
 }

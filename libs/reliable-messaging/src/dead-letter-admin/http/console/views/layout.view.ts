@@ -29,36 +29,46 @@ export interface PageFrame {
 
 /** A hidden CSRF field, in every form that POSTs. */
 export function csrfField(frame: PageFrame): SafeHtml {
-  return html`<input type="hidden" name="_csrf" value="${frame.csrf}">`;
+  return html`<input type="hidden" name="_csrf" value="${frame.csrf}" />`;
 }
 
 /** The page around the content: title, navigation, sign-out. */
 export function layout(frame: PageFrame, title: string, active: string, content: SafeHtml): SafeHtml {
   const nav = CONSOLE_SECTIONS.map((section) =>
     section.available
-      ? html`<a class="${section.key === active ? 'active' : ''}" href="${frame.base}${section.path ? `/${section.path}` : ''}">${section.label}</a>`
+      ? html`<a
+          class="${section.key === active ? 'active' : ''}"
+          href="${frame.base}${section.path ? `/${section.path}` : ''}"
+          >${section.label}</a
+        >`
       : html`<span class="unavailable" title="not available in this version">${section.label}</span>`,
   );
   const signOut = frame.actor
-    ? html`<form method="post" action="${frame.base}/sign-out" class="sign-out">${csrfField(frame)}
-        <span class="who">${frame.actor}</span><button type="submit" class="link">Sign out</button></form>`
+    ? html`<form method="post" action="${frame.base}/sign-out" class="sign-out">
+        ${csrfField(frame)} <span class="who">${frame.actor}</span
+        ><button type="submit" class="link">Sign out</button>
+      </form>`
     : html``;
   return html`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · dead-letter console</title>
-<link rel="stylesheet" href="${frame.base}/assets/console.css">
-</head>
-<body>
-<header class="top"><span class="brand">Dead-letter console</span><nav>${nav}</nav>${signOut}</header>
-<main>
-<h1>${title}</h1>
-${content}
-</main>
-</body>
-</html>`;
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>${title} · dead-letter console</title>
+        <link rel="stylesheet" href="${frame.base}/assets/console.css" />
+      </head>
+      <body>
+        <header class="top">
+          <span class="brand">Dead-letter console</span>
+          <nav>${nav}</nav>
+          ${signOut}
+        </header>
+        <main>
+          <h1>${title}</h1>
+          ${content}
+        </main>
+      </body>
+    </html>`;
 }
 
 /** A message box above a page's content. */
