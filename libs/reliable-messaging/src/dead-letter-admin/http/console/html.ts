@@ -57,6 +57,6 @@ function render(value: unknown): string {
   if (Array.isArray(value)) return value.map(render).join('');
   if (value === null || value === undefined || value === false) return '';
   return escapeHtml(
-    typeof value === 'object' ? JSON.stringify(value) : String(value as string | number | bigint),
+    typeof value === 'object' ? JSON.stringify(value) : String(value),
   );
 }
