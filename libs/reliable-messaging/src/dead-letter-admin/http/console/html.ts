@@ -56,7 +56,9 @@ function render(value: unknown): string {
   if (value instanceof SafeHtml) return value.value;
   if (Array.isArray(value)) return value.map(render).join('');
   if (value === null || value === undefined || value === false) return '';
-  return escapeHtml(
-    typeof value === 'object' ? JSON.stringify(value) : String(value),
-  );
+  if (typeof value === 'string') return escapeHtml(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') {
+    return escapeHtml(value.toString());
+  }
+  return escapeHtml(JSON.stringify(value) ?? '');
 }
