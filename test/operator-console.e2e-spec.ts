@@ -48,6 +48,8 @@ describe('the operator console in a browser: sign in, overview, filter, show, ed
   let page: Page;
   let consoleUrl: string;
   let handler: RefundHandler;
+  /** The message id of each refund published. */
+  const ids: Record<string, string> = {};
 
   beforeAll(async () => {
     broker = await TestBroker.connect();
@@ -82,9 +84,10 @@ describe('the operator console in a browser: sign in, overview, filter, show, ed
       ['r-4', 400],
       ['bad-amount', 0],
     ] as const) {
-      await publisher.publishNow(Object.assign(new RefundRequested(), { refundId, amountCents }), {
-        messageId: refundId,
-      });
+      const receipt = await publisher.publishNow(
+        Object.assign(new RefundRequested(), { refundId, amountCents }),
+      );
+      ids[refundId] = receipt.messageId;
     }
     await broker.publishRaw({ queue: DLQ }, SCRIPT_BODY, {
       messageId: 'hostile-1',
@@ -159,8 +162,8 @@ describe('the operator console in a browser: sign in, overview, filter, show, ed
     await page.fill('input[name=errorClass]', 'BankRejected');
     await page.click('form.filters button[type=submit]');
     await shows('#list-summary', '4 dead letter(s)');
-    const ids = await page.locator('#dead-letters tbody tr td:nth-child(4)').allInnerTexts();
-    expect(ids.sort()).toEqual(['r-1', 'r-2', 'r-3', 'r-4']);
+    const listed = await page.locator('#dead-letters tbody tr td:nth-child(4)').allInnerTexts();
+    expect(listed.sort()).toEqual([ids['r-1'], ids['r-2'], ids['r-3'], ids['r-4']].sort());
     expect(page.url()).toContain('errorClass=BankRejected');
 
     await page.fill('input[name=errorClass]', 'NoSuchError');
@@ -186,8 +189,8 @@ describe('the operator console in a browser: sign in, overview, filter, show, ed
 
   it('opens one message with its failure history and stack, refuses an invalid edit with the class message, and replays a valid one', async () => {
     await page.goto(`${consoleUrl}/messages?errorClass=BankRejected`);
-    await page.click('#dead-letters a:text-is("r-1")');
-    await shows('h1', 'Dead letter r-1');
+    await page.click(`#dead-letters a:text-is("${ids['r-1']}")`);
+    await shows('h1', `Dead letter ${ids['r-1']}`);
     await shows(
       '#history',
       'attempts-exhausted after 1 attempt(s): BankRejected: the bank rejected refund r-1',
@@ -215,11 +218,13 @@ describe('the operator console in a browser: sign in, overview, filter, show, ed
 
   it('replays a selection after a dry-run preview, and the consumer handles it', async () => {
     await page.goto(`${consoleUrl}/messages?errorClass=BankRejected`);
-    await page.check('input[name=id][value=r-2]');
-    await page.check('input[name=id][value=r-3]');
+    await page.check(`input[name=id][value="${ids['r-2']}"]`);
+    await page.check(`input[name=id][value="${ids['r-3']}"]`);
     await page.click('text=Replay selected…');
     await shows('#preview-summary', 'Dry run: 2 dead letter(s) would be replayed');
-    expect((await page.locator('#preview-ids li').allInnerTexts()).sort()).toEqual(['r-2', 'r-3']);
+    expect((await page.locator('#preview-ids li').allInnerTexts()).sort()).toEqual(
+      [ids['r-2'], ids['r-3']].sort(),
+    );
     expect(await broker.queueDepth(DLQ)).toBe(5);
 
     await page.click('text=Replay 2 now');
