@@ -177,14 +177,14 @@ describe('the operator console in a browser: sign in, overview, filter, show, ed
     await shows('#headers', HTML_HEADER);
     await shows('dl.facts', '\u241b[31m');
     await shows('dl.facts', 'Evil<script>');
-    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
     expect(await page.locator('#body script, #headers img, dl.facts img').count()).toBe(0);
 
     await page.goto(`${consoleUrl}/messages`);
     await shows('#dead-letters', HTML_HEADER);
     await page.goto(consoleUrl);
     await shows('#dead-letter-queues', '<b>odd</b>');
-    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
   });
 
   it('opens one message with its failure history and stack, refuses an invalid edit with the class message, and replays a valid one', async () => {

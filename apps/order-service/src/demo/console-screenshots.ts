@@ -131,18 +131,18 @@ async function makeDeadLetters(app: INestApplication): Promise<string> {
       orderId: `ord-${1000 + i}`,
       amountCents: 1250 * i,
     });
-    await publisher.publishNow(payment, { messageId: `pay-${1000 + i}` });
+    shown.push((await publisher.publishNow(payment)).messageId);
   }
   for (const orderId of ['ord-2001', 'ord-2002']) {
     const invalid = Object.assign(new PaymentRequested(), { orderId, amountCents: 0 });
-    await publisher.publishNow(invalid, { messageId: `pay-${orderId}` });
+    await publisher.publishNow(invalid);
   }
   for (let i = 1; i <= 3; i++) {
     const shipment = Object.assign(new ShipmentRequested(), {
       orderId: `ord-${3000 + i}`,
       carrier: 'parcel-express',
     });
-    await publisher.publishNow(shipment, { messageId: `ship-${3000 + i}` });
+    await publisher.publishNow(shipment);
   }
   const monitor = app.get(DeadLetterMonitor);
   const settled = await pollUntil(
