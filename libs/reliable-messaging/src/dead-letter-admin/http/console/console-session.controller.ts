@@ -30,7 +30,6 @@ export class ConsoleSessionController {
   @ConsoleOpenRoute()
   stylesheet(@Res() response: Response): void {
     setConsoleHeaders(response);
-    response.setHeader('Cache-Control', 'no-cache');
     response.type('text/css; charset=utf-8').send(CONSOLE_CSS);
   }
 
