@@ -195,7 +195,7 @@ describe('the operator console in a browser: sign in, overview, filter, show, ed
       '#history',
       'attempts-exhausted after 1 attempt(s): BankRejected: the bank rejected refund r-1',
     );
-    await shows('#stack', 'BankRejected');
+    await shows('#stack', 'the bank rejected refund');
     await shows('#body', '"amountCents": 100');
 
     await page.click('text=Edit body and replay…');
