@@ -28,13 +28,16 @@ const PREFIX = `demo-console-${randomBytes(3).toString('hex')}`;
 const EXCHANGE = `${PREFIX}.events`;
 const QUEUES = { payments: `${PREFIX}.payments`, shipping: `${PREFIX}.shipping` };
 
-@MessageType({ type: 'payment.requested' })
+@MessageType<PaymentRequested>({ type: 'payment.requested', idempotencyKey: (m) => `payment:${m.orderId}` })
 class PaymentRequested {
   @IsString() orderId!: string;
   @IsInt() @Min(1) amountCents!: number;
 }
 
-@MessageType({ type: 'shipment.requested' })
+@MessageType<ShipmentRequested>({
+  type: 'shipment.requested',
+  idempotencyKey: (m) => `shipment:${m.orderId}`,
+})
 class ShipmentRequested {
   @IsString() orderId!: string;
   @IsString() carrier!: string;

@@ -52,7 +52,9 @@ dl.facts { display: grid; grid-template-columns: 180px 1fr; gap: 4px 16px; backg
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 pre { background: #fbfcfd; border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; overflow: auto; max-height: 480px; font-size: 12.5px; white-space: pre-wrap; overflow-wrap: anywhere; }
-.columns { display: grid; grid-template-columns: 1fr 1fr; gap: 20px; }
+.columns { display: grid; grid-template-columns: minmax(0, 2fr) minmax(0, 3fr); gap: 20px; }
+#headers td:first-child { white-space: nowrap; }
+#headers td { overflow-wrap: anywhere; }
 .sign-in { max-width: 420px; margin: 60px auto; background: var(--panel); border: 1px solid var(--line); border-radius: 8px; padding: 24px; }
 form.stacked { display: flex; flex-direction: column; gap: 12px; }
 .muted { color: var(--muted); }
