@@ -155,6 +155,7 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
     DeadLetterOperations,
     OutboxOperations,
     DeadLetterAudit,
+    QueueDepthMonitor,
     ReliableMessagingTransport,
     ReliableMessagingClient,
     TransactionContext,

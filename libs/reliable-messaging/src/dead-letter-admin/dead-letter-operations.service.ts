@@ -31,6 +31,8 @@ import {
   requireSelection,
   type DeadLetterSelection,
 } from './dead-letter-selection';
+import { parseJsonBody } from '../envelope/safe-json';
+import { payloadValidator } from '../pipeline/payload-validator';
 import { checkEditedBody } from './edited-body';
 import { replayMessage } from './replay-message';
 
@@ -121,8 +123,8 @@ export class DeadLetterOperations {
   }
 
   /**
-   * Replaces the body of one dead letter and replays it. A JSON message's new body must be valid JSON (checked
-   * as consumers check it) and within the payload limit.
+   * Replaces the body of one dead letter and replays it. A JSON message's new body must be valid JSON and valid
+   * for the message class of the queue's consumer (checked as consumers check it), and within the payload limit.
    */
   async editAndReplay(
     queue: string,
@@ -133,6 +135,7 @@ export class DeadLetterOperations {
     if (!queue) throw new InvalidDeadLetterQueryError("an edit needs the message's 'queue'");
     const before = await this.show(messageId, queue);
     checkEditedBody(before, body, this.options.maxPayloadBytes);
+    await this.checkAgainstMessageClass(before, body);
     const digest = (data: Buffer) => createHash('sha256').update(data).digest('hex');
     const details = {
       bodySha256Before: digest(before.fullBody ?? before.body),
@@ -299,6 +302,22 @@ export class DeadLetterOperations {
           : 'the connection closed before it was removed; it stays',
     });
     return 'stop';
+  }
+
+  /**
+   * Refuses an edited body that the consumer of the dead letter's queue would refuse by its message class
+   * (class-validator, as the decode stage runs it), with the class's own validation message.
+   */
+  private async checkAgainstMessageClass(deadLetter: DeadLetter, body: Buffer): Promise<void> {
+    const consumer = this.registry.discoveredConsumers.find((plan) => plan.queue === deadLetter.queue);
+    if (!consumer?.messageClass) return;
+    try {
+      await payloadValidator(consumer.messageClass)(parseJsonBody(body));
+    } catch (error) {
+      throw new InvalidDeadLetterQueryError(
+        `the new body is not accepted by ${consumer.name} (${consumer.messageClass.name}): ${errorMessage(error)}`,
+      );
+    }
   }
 
   /** Scans the filter's dead-letter queues (see scanDeadLetters). */

@@ -49,6 +49,10 @@ describe('resolveAdminOptions', () => {
     [{ tokens: { ops: 'short' } }, "token 'ops' must be at least 32 characters"],
     [{ tokens: { ops: OPS }, maxBatchSize: 0 }, "'maxBatchSize' must be an integer from 1 to 10000"],
     [{ tokens: { ops: OPS }, path: '/' }, "'path' must not be empty"],
+    [
+      { tokens: { ops: OPS }, consoleSessionTtlMs: 1000 },
+      "'consoleSessionTtlMs' must be an integer of at least 60000",
+    ],
   ])('refuses %j at startup', (options, message) => {
     expect(() => resolveAdminOptions(options)).toThrow(ConfigurationError);
     expect(() => resolveAdminOptions(options)).toThrow(message);
@@ -64,6 +68,8 @@ describe('resolveAdminOptions', () => {
       path: 'admin/dead-letters',
       maxBatchSize: 100,
       tokens: [],
+      console: false,
+      consoleSessionTtlMs: 8 * 3_600_000,
     });
     expect(resolveAdminOptions({ tokens: { ops: OPS }, path: '/ops/dlq/' }).path).toBe('ops/dlq');
   });

@@ -3,7 +3,6 @@ import { DeadLetterNotFoundError } from '../../errors/dead-letter-not-found.erro
 import { EmptySelectionError } from '../../errors/empty-selection.error';
 import { InvalidDeadLetterQueryError } from '../../errors/invalid-dead-letter-query.error';
 import { OutboxRowNotFoundError } from '../../errors/outbox-row-not-found.error';
-import { ADMIN_ACTOR } from './admin-auth.guard';
 import type { ResolvedDeadLetterAdminOptions } from './dead-letter-admin.options';
 
 /** A request's query or JSON body, as the admin controllers read it. */
@@ -37,17 +36,6 @@ export function noteOf(input: AdminInput | undefined): string | undefined {
     throw new InvalidDeadLetterQueryError("'note' must be a string of at most 1000 characters");
   }
   return note;
-}
-
-/** Who made the request, for the audit trail: the token's name, the `actor` option, `request.user`, or `admin-api`. */
-export function actorOf(request: object, options: ResolvedDeadLetterAdminOptions): string {
-  const recorded = (request as Record<symbol, unknown>)[ADMIN_ACTOR];
-  if (typeof recorded === 'string') return recorded;
-  const fromOption = options.actor?.(request);
-  if (fromOption) return fromOption;
-  const user = (request as { user?: Record<string, unknown> }).user;
-  const named = user?.id ?? user?.username ?? user?.name;
-  return typeof named === 'string' || typeof named === 'number' ? `user:${named}` : 'admin-api';
 }
 
 /** Runs a request's work, answering a query it cannot run with 400 and a selection that finds nothing with 404. */

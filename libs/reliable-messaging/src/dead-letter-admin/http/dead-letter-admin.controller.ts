@@ -6,7 +6,8 @@ import { DeadLetterAudit } from '../dead-letter-audit.service';
 import { parseDeadLetterFilter, type DeadLetterFilterInput } from '../dead-letter-filter';
 import { describeDeadLetter } from '../dead-letter-view';
 import { InvalidDeadLetterQueryError } from '../../errors/invalid-dead-letter-query.error';
-import { actorOf, answer, flagOf, limitOf, noteOf, type AdminInput } from './admin-request';
+import { adminActor } from './admin-actor';
+import { answer, flagOf, limitOf, noteOf, type AdminInput } from './admin-request';
 import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from './dead-letter-admin.options';
 
 type Input = AdminInput;
@@ -151,7 +152,7 @@ export class DeadLetterAdminController {
   }
 
   private actor(request: object): string {
-    return actorOf(request, this.options);
+    return adminActor(request, this.options);
   }
 
   private async run<T>(work: () => Promise<T> | T): Promise<T> {

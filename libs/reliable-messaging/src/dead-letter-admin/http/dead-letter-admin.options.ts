@@ -16,6 +16,13 @@ export interface DeadLetterAdminOptions {
   actor?: (request: unknown) => string | undefined;
   /** The most messages (or parked outbox rows) one request may list, replay, purge, retry or discard. Default: 100. */
   maxBatchSize?: number;
+  /**
+   * Serve the operator console, a web page for the same operations, under `<path>/console`, behind the same
+   * tokens (a sign-in form) or guard. Default: false.
+   */
+  console?: boolean;
+  /** How long a console sign-in lasts. Default: 8 hours. */
+  consoleSessionTtlMs?: number;
 }
 
 /** Admin options with defaults applied. */
@@ -25,6 +32,8 @@ export interface ResolvedDeadLetterAdminOptions {
   guard?: Type<CanActivate>;
   actor?: (request: unknown) => string | undefined;
   maxBatchSize: number;
+  console: boolean;
+  consoleSessionTtlMs: number;
 }
 
 /** Injection token of the resolved admin options. */
@@ -32,6 +41,7 @@ export const DEAD_LETTER_ADMIN_OPTIONS = Symbol('DEAD_LETTER_ADMIN_OPTIONS');
 
 export const DEFAULT_ADMIN_PATH = 'admin/dead-letters';
 export const DEFAULT_ADMIN_MAX_BATCH_SIZE = 100;
+export const DEFAULT_CONSOLE_SESSION_TTL_MS = 8 * 3_600_000;
 const MIN_TOKEN_LENGTH = 32;
 
 /** Applies defaults and checks the options, failing with a message that says how to fix them. */
@@ -58,5 +68,19 @@ export function resolveAdminOptions(options: DeadLetterAdminOptions): ResolvedDe
   }
   const path = (options.path ?? DEFAULT_ADMIN_PATH).replace(/^\/+|\/+$/g, '');
   if (path === '') throw new ConfigurationError("DeadLetterAdminModule: 'path' must not be empty");
-  return { path, tokens, guard: options.guard, actor: options.actor, maxBatchSize };
+  const consoleSessionTtlMs = options.consoleSessionTtlMs ?? DEFAULT_CONSOLE_SESSION_TTL_MS;
+  if (!Number.isInteger(consoleSessionTtlMs) || consoleSessionTtlMs < 60_000) {
+    throw new ConfigurationError(
+      `DeadLetterAdminModule: 'consoleSessionTtlMs' must be an integer of at least 60000 (a minute), got ${String(consoleSessionTtlMs)}`,
+    );
+  }
+  return {
+    path,
+    tokens,
+    guard: options.guard,
+    actor: options.actor,
+    maxBatchSize,
+    console: options.console === true,
+    consoleSessionTtlMs,
+  };
 }

@@ -3,7 +3,8 @@ import { InvalidDeadLetterQueryError } from '../../errors/invalid-dead-letter-qu
 import { parseOutboxFilter, type OutboxFilter } from '../../outbox-admin/outbox-filter';
 import type { OutboxOperationOptions, OutboxSelection } from '../../outbox-admin/outbox-operation';
 import { OutboxOperations } from '../../outbox-admin/outbox-operations.service';
-import { actorOf, answer, flagOf, limitOf, noteOf, type AdminInput } from './admin-request';
+import { adminActor } from './admin-actor';
+import { answer, flagOf, limitOf, noteOf, type AdminInput } from './admin-request';
 import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from './dead-letter-admin.options';
 
 /**
@@ -74,7 +75,7 @@ export class OutboxAdminController {
 
   private operationOptions(body: AdminInput | undefined, request: object): OutboxOperationOptions {
     return {
-      actor: actorOf(request, this.options),
+      actor: adminActor(request, this.options),
       dryRun: flagOf(body, 'dryRun'),
       allowEmpty: flagOf(body, 'allowEmpty'),
       limit: limitOf(body?.limit, this.options),

@@ -1,0 +1,77 @@
+import { html, type SafeHtml } from '../html';
+
+/** A place in the console's navigation; one not `available` yet shows greyed out, without a link. */
+export interface ConsoleSection {
+  key: string;
+  label: string;
+  /** The path under the console. */
+  path: string;
+  available: boolean;
+}
+
+/** The console's sections, in the order of the navigation. */
+export const CONSOLE_SECTIONS: readonly ConsoleSection[] = [
+  { key: 'overview', label: 'Overview', path: '', available: true },
+  { key: 'messages', label: 'Dead letters', path: 'messages', available: true },
+  { key: 'outbox', label: 'Parked outbox rows', path: 'outbox', available: false },
+  { key: 'audit', label: 'Audit log', path: 'audit', available: true },
+];
+
+/** What every page knows about the request it answers. */
+export interface PageFrame {
+  /** The console's URL path. */
+  base: string;
+  /** The session's CSRF token, for the forms of the page. */
+  csrf: string;
+  /** Who is signed in (`token:ops`), or undefined on the sign-in page and under an app's own guard. */
+  actor?: string;
+}
+
+/** A hidden CSRF field, in every form that POSTs. */
+export function csrfField(frame: PageFrame): SafeHtml {
+  return html`<input type="hidden" name="_csrf" value="${frame.csrf}" />`;
+}
+
+/** The page around the content: title, navigation, sign-out. */
+export function layout(frame: PageFrame, title: string, active: string, content: SafeHtml): SafeHtml {
+  const nav = CONSOLE_SECTIONS.map((section) =>
+    section.available
+      ? html`<a
+          class="${section.key === active ? 'active' : ''}"
+          href="${frame.base}${section.path ? `/${section.path}` : ''}"
+          >${section.label}</a
+        >`
+      : html`<span class="unavailable" title="not available in this version">${section.label}</span>`,
+  );
+  const signOut = frame.actor
+    ? html`<form method="post" action="${frame.base}/sign-out" class="sign-out">
+        ${csrfField(frame)} <span class="who">${frame.actor}</span
+        ><button type="submit" class="link">Sign out</button>
+      </form>`
+    : html``;
+  return html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>${title} · dead-letter console</title>
+        <link rel="stylesheet" href="${frame.base}/assets/console.css" />
+      </head>
+      <body>
+        <header class="top">
+          <span class="brand">Dead-letter console</span>
+          <nav>${nav}</nav>
+          ${signOut}
+        </header>
+        <main>
+          <h1>${title}</h1>
+          ${content}
+        </main>
+      </body>
+    </html>`;
+}
+
+/** A message box above a page's content. */
+export function notice(kind: 'ok' | 'error' | 'info', text: string | SafeHtml): SafeHtml {
+  return html`<p class="notice ${kind}" role="${kind === 'error' ? 'alert' : 'status'}">${text}</p>`;
+}

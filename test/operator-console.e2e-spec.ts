@@ -1,0 +1,281 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Injectable, Module, type INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { IsInt, IsString, Min } from 'class-validator';
+import type { Page } from 'playwright-core';
+import { Consume, MessagePublisher, MessageType, ReliableMessagingModule } from '@app/reliable-messaging';
+import { DEAD_LETTER_HEADERS, DeadLetterAdminModule } from '@app/reliable-messaging/dead-letters';
+import { launchBrowser, type TestBrowser } from './support/browser';
+import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
+import { uniqueQueue } from './support/messaging-app';
+import { TestBroker } from './support/test-broker';
+import { waitFor } from './support/wait-for';
+
+@MessageType({ type: 'refund.requested', idempotencyKey: (m: RefundRequested) => `refund:${m.refundId}` })
+class RefundRequested {
+  @IsString() refundId!: string;
+  @IsInt() @Min(1) amountCents!: number;
+}
+
+class BankRejected extends Error {}
+
+const TOKEN = 'c'.repeat(31) + 'd';
+const QUEUE = uniqueQueue('console');
+const DLQ = `${QUEUE}.dlq`;
+const SCRIPT_BODY = '<script>window.__pwned=1</script>';
+const HTML_HEADER = '<img src=x onerror="window.__pwned=2">';
+
+@Injectable()
+class RefundHandler {
+  readonly refunded: string[] = [];
+  bankDown = true;
+
+  // NOTE: a classic queue, whose depth the broker reports at once (a quorum queue's lags).
+  @Consume({ queue: QUEUE, queueType: 'classic', retry: { maxAttempts: 1 } })
+  async onRefund(event: RefundRequested): Promise<void> {
+    if (this.bankDown) throw new BankRejected(`the bank rejected refund ${event.refundId}`);
+    this.refunded.push(event.refundId);
+  }
+}
+
+describe('the operator console in a browser: sign in, overview, filter, show, edit, replay, purge, audit', () => {
+  let broker: TestBroker;
+  let db: MessagingDatabase;
+  let app: INestApplication<Server>;
+  let browser: TestBrowser;
+  let page: Page;
+  let consoleUrl: string;
+  let handler: RefundHandler;
+  /** The message id of each refund published. */
+  const ids: Record<string, string> = {};
+
+  beforeAll(async () => {
+    broker = await TestBroker.connect();
+    broker.track(QUEUE, DLQ);
+    db = await createMessagingDatabase();
+
+    @Module({
+      imports: [
+        ReliableMessagingModule.forRoot({
+          urls: broker.url,
+          exchange: broker.name('events'),
+          connectionName: `${broker.prefix}.console`,
+          dataSource: db.dataSource,
+          outbox: { relay: false },
+        }),
+        DeadLetterAdminModule.register({ tokens: { ops: TOKEN }, console: true }),
+      ],
+      providers: [RefundHandler],
+    })
+    class ConsoleSpecModule {}
+
+    app = await NestFactory.create(ConsoleSpecModule, { logger: false, abortOnError: false });
+    await app.listen(0, '127.0.0.1');
+    consoleUrl = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}/admin/dead-letters/console`;
+    handler = app.get(RefundHandler);
+
+    const publisher = app.get(MessagePublisher);
+    for (const [refundId, amountCents] of [
+      ['r-1', 100],
+      ['r-2', 200],
+      ['r-3', 300],
+      ['r-4', 400],
+      ['bad-amount', 0],
+    ] as const) {
+      const receipt = await publisher.publishNow(
+        Object.assign(new RefundRequested(), { refundId, amountCents }),
+      );
+      ids[refundId] = receipt.messageId;
+    }
+    await broker.publishRaw({ queue: DLQ }, SCRIPT_BODY, {
+      messageId: 'hostile-1',
+      type: 'refund.requested',
+      contentType: 'text/plain',
+      headers: {
+        'x-html': HTML_HEADER,
+        [DEAD_LETTER_HEADERS.queue]: QUEUE,
+        [DEAD_LETTER_HEADERS.reason]: '<b>odd</b>',
+        [DEAD_LETTER_HEADERS.errorClass]: 'Evil<script>',
+        [DEAD_LETTER_HEADERS.errorMessage]: `\u001b[31m${HTML_HEADER}`,
+        [DEAD_LETTER_HEADERS.lastFailureAt]: new Date().toISOString(),
+      },
+    });
+    await waitFor('six dead letters', async () => (await broker.queueDepth(DLQ)) === 6);
+
+    browser = await launchBrowser();
+    page = await browser.context.newPage();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+    await db?.drop();
+    await broker?.deleteByPrefix();
+    await broker?.close();
+  });
+
+  /** Waits until `selector` holds `text` (Playwright retries until it does). */
+  async function shows(selector: string, text: string | RegExp): Promise<void> {
+    await page.locator(selector).filter({ hasText: text }).first().waitFor({ timeout: 5000 });
+  }
+
+  it('sends a browser that has not signed in to the sign-in form, refuses a wrong token, and signs in with a cookie session', async () => {
+    const first = await page.goto(consoleUrl);
+    expect(page.url()).toBe(`${consoleUrl}/sign-in`);
+    const headers = first!.headers();
+    expect(headers['content-security-policy']).toContain("script-src 'self'");
+    expect(headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(headers).toMatchObject({
+      'x-content-type-options': 'nosniff',
+      'referrer-policy': 'no-referrer',
+      'cache-control': 'no-store',
+    });
+
+    await page.fill('input[name=token]', 'x'.repeat(32));
+    await page.click('button[type=submit]');
+    await shows('.notice.error', 'That token is not valid.');
+
+    await page.fill('input[name=token]', TOKEN);
+    await page.click('button[type=submit]');
+    await shows('h1', 'Overview');
+    expect(page.url()).toBe(consoleUrl);
+    const [cookie] = await browser.context.cookies();
+    expect(cookie).toMatchObject({ name: 'rm_console', httpOnly: true, sameSite: 'Strict' });
+    expect(cookie.value).not.toContain(TOKEN);
+  });
+
+  it('shows the figures of the consumer queue and of its dead-letter queue, with counts by reason', async () => {
+    await shows('#consumer-queues tr', QUEUE);
+    const consumerRow = page.locator('#consumer-queues tbody tr', { hasText: QUEUE });
+    expect(await consumerRow.locator('td').allInnerTexts()).toEqual([QUEUE, '0', '1', '–', '6']);
+    const deadRow = page.locator('#dead-letter-queues tbody tr', { hasText: DLQ });
+    expect(await deadRow.locator('td').nth(1).innerText()).toBe('6');
+    const chips = await deadRow.locator('.chip').allInnerTexts();
+    expect(chips).toEqual(['attempts-exhausted 4', '<b>odd</b> 1', 'validation-failed 1']);
+    expect(await page.locator('[data-figure=dead-letters]').innerText()).toBe('6');
+  });
+
+  it('filters the list as the command line does', async () => {
+    await page.click('nav >> text=Dead letters');
+    await page.fill('input[name=errorClass]', 'BankRejected');
+    await page.click('form.filters button[type=submit]');
+    await shows('#list-summary', '4 dead letter(s)');
+    const listed = await page.locator('#dead-letters tbody tr td:nth-child(4)').allInnerTexts();
+    expect(listed.sort()).toEqual([ids['r-1'], ids['r-2'], ids['r-3'], ids['r-4']].sort());
+    expect(page.url()).toContain('errorClass=BankRejected');
+
+    await page.fill('input[name=errorClass]', 'NoSuchError');
+    await page.click('form.filters button[type=submit]');
+    await shows('#list-summary', '0 dead letter(s)');
+  });
+
+  it('renders hostile bodies, headers and reasons as text, and runs no script of theirs', async () => {
+    await page.goto(`${consoleUrl}/messages/${encodeURIComponent(QUEUE)}/hostile-1`);
+    await shows('#body', SCRIPT_BODY);
+    await shows('#headers', HTML_HEADER);
+    await shows('dl.facts', '\u241b[31m');
+    await shows('dl.facts', 'Evil<script>');
+    expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await page.locator('#body script, #headers img, dl.facts img').count()).toBe(0);
+
+    await page.goto(`${consoleUrl}/messages`);
+    await shows('#dead-letters', HTML_HEADER);
+    await page.goto(consoleUrl);
+    await shows('#dead-letter-queues', '<b>odd</b>');
+    expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
+  });
+
+  it('opens one message with its failure history and stack, refuses an invalid edit with the class message, and replays a valid one', async () => {
+    await page.goto(`${consoleUrl}/messages?errorClass=BankRejected`);
+    await page.click(`#dead-letters a:text-is("${ids['r-1']}")`);
+    await shows('h1', `Dead letter ${ids['r-1']}`);
+    await shows(
+      '#history',
+      'attempts-exhausted after 1 attempt(s): BankRejected: the bank rejected refund r-1',
+    );
+    await shows('#stack', 'the bank rejected refund');
+    await shows('#body', '"amountCents": 100');
+
+    await page.click('text=Edit body and replay…');
+    await page.fill('textarea[name=body]', '{"refundId":"r-1","amountCents":0}');
+    await page.click('button[value=replay]');
+    await shows('.notice.error', 'amountCents: amountCents must not be less than 1');
+    expect(await broker.queueDepth(DLQ)).toBe(6);
+
+    handler.bankDown = false;
+    await page.fill('textarea[name=body]', '{"refundId":"r-1-fixed","amountCents":150}');
+    await page.click('button[value=check]');
+    await shows('.notice.ok', 'The body is valid');
+    await page.fill('input[name=note]', 'amount corrected');
+    await page.click('button[value=replay]');
+    await shows('h1', 'Audit log');
+    await shows('tr.highlight', 'edit-replay');
+    await waitFor('the edited refund', () => handler.refunded.includes('r-1-fixed'));
+    expect(await broker.queueDepth(DLQ)).toBe(5);
+  });
+
+  it('replays a selection after a dry-run preview, and the consumer handles it', async () => {
+    await page.goto(`${consoleUrl}/messages?errorClass=BankRejected`);
+    await page.check(`input[name=id][value="${ids['r-2']}"]`);
+    await page.check(`input[name=id][value="${ids['r-3']}"]`);
+    await page.click('text=Replay selected…');
+    await shows('#preview-summary', 'Dry run: 2 dead letter(s) would be replayed');
+    expect((await page.locator('#preview-ids li').allInnerTexts()).sort()).toEqual(
+      [ids['r-2'], ids['r-3']].sort(),
+    );
+    expect(await broker.queueDepth(DLQ)).toBe(5);
+
+    await page.click('text=Replay 2 now');
+    await shows('tr.highlight', 'replay');
+    await waitFor('r-2 and r-3 refunded', () => ['r-2', 'r-3'].every((id) => handler.refunded.includes(id)));
+    expect(await broker.queueDepth(DLQ)).toBe(3);
+  });
+
+  it('refuses a POST without the CSRF token with 403, and purges nothing', async () => {
+    const withoutToken = await page.request.post(`${consoleUrl}/purge`, {
+      form: { queue: QUEUE, all: '1', confirm: 'yes' },
+      maxRedirects: 0,
+    });
+    expect(withoutToken.status()).toBe(403);
+    expect(withoutToken.headers()['content-security-policy']).toContain("default-src 'none'");
+    const withWrongToken = await page.request.post(`${consoleUrl}/purge`, {
+      form: { queue: QUEUE, all: '1', confirm: 'yes', _csrf: 'x'.repeat(43) },
+      maxRedirects: 0,
+    });
+    expect(withWrongToken.status()).toBe(403);
+    expect(await broker.queueDepth(DLQ)).toBe(3);
+  });
+
+  it('purges only after confirmation: cancelling purges nothing', async () => {
+    await page.goto(`${consoleUrl}/messages?queue=${encodeURIComponent(QUEUE)}`);
+    await page.click('text=Purge every match…');
+    await shows('#preview-summary', 'Dry run: 3 dead letter(s) would be purged');
+    await page.click('text=Cancel');
+    await shows('h1', 'Dead letters');
+    expect(await broker.queueDepth(DLQ)).toBe(3);
+
+    await page.click('text=Purge every match…');
+    await page.check('input[name=confirm]');
+    await page.click('text=Purge 3 for good');
+    await shows('tr.highlight', 'purge');
+    expect(await broker.queueDepth(DLQ)).toBe(0);
+  });
+
+  it('lists every action in the audit log under the token name, and signs out', async () => {
+    await page.click('nav >> text=Audit log');
+    const rows = page.locator('#audit tbody tr');
+    const cells = async (i: number) => (await rows.nth(i).locator('td').allInnerTexts()).slice(1, 6);
+    expect(await rows.count()).toBe(3);
+    expect(await cells(0)).toEqual(['purge', 'token:ops', QUEUE, '3', 'completed']);
+    expect(await cells(1)).toEqual(['replay', 'token:ops', '–', '2', 'completed']);
+    expect(await cells(2)).toEqual(['edit-replay', 'token:ops', QUEUE, '1', 'completed']);
+    await shows('#audit', 'amount corrected');
+
+    await page.click('text=Sign out');
+    await shows('h1', 'Dead-letter console');
+    await page.goto(`${consoleUrl}/audit`);
+    expect(page.url()).toBe(`${consoleUrl}/sign-in`);
+  });
+});
