@@ -24,6 +24,7 @@ module.exports.ALONE = [
   'test/request-reply-responder-crash.e2e-spec.ts',
   'test/topology-mismatch.e2e-spec.ts',
   'test/lanes.e2e-spec.ts',
+  'test/queue-oldest-age.e2e-spec.ts',
   // Load of their own.
   'test/ordering-by-key.e2e-spec.ts',
   'test/outbox-relay-concurrency.e2e-spec.ts',
