@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DataSource, type QueryRunner } from 'typeorm';
 import { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from '@app/reliable-messaging/typeorm';
-import { OutboxStore } from '@app/reliable-messaging/outbox/outbox-store.service';
+import { OutboxStore, type ClaimedRow } from '@app/reliable-messaging/outbox/outbox-store.service';
 import type { ResolvedMessagingOptions } from '@app/reliable-messaging/reliable-messaging.options';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { createTestDatabase } from './support/test-database';
@@ -38,22 +38,38 @@ describe('outbox and inbox schema', () => {
     await db.dataSource.query(
       `UPDATE rm_outbox SET status = 'published', published_at = now() WHERE id % 4 = 0`,
     );
+    // A few rows waiting out a retry and a few parked, each holding back the later rows of its key.
+    await db.dataSource.query(
+      `UPDATE rm_outbox SET attempts = 1, available_at = now() + interval '1 hour' WHERE id IN (7, 301, 302)`,
+    );
+    await db.dataSource.query(
+      `UPDATE rm_outbox SET status = 'parked', parked_at = now() WHERE id IN (11, 403)`,
+    );
     const plans: string[] = [];
+    const heldBackPlans: string[] = [];
     const store = new OutboxStore({ dataSource: db.dataSource } as ResolvedMessagingOptions);
     /** Opens the claim's transaction as the relay does, then EXPLAINs the claim instead of running it. */
     const explainClaim = async (): Promise<void> => {
       const runner = db.dataSource.createQueryRunner();
       const explaining = {
         query: async (sql: string, parameters?: unknown[]) => {
-          if (!sql.startsWith('WITH')) return runner.query(sql, parameters) as Promise<unknown>;
+          const into = sql.startsWith('WITH')
+            ? plans
+            : sql.startsWith('SELECT k.key')
+              ? heldBackPlans
+              : undefined;
+          if (!into) return runner.query(sql, parameters) as Promise<unknown>;
           const rows = (await runner.query(`EXPLAIN ${sql}`, parameters)) as Array<{ 'QUERY PLAN': string }>;
-          plans.push(rows.map((row) => row['QUERY PLAN']).join('\n'));
+          into.push(rows.map((row) => row['QUERY PLAN']).join('\n'));
           return [];
         },
       } as unknown as QueryRunner;
       try {
         await store.begin(explaining);
         await store.claim(explaining, 200);
+        await store.heldBack(explaining, [
+          { id: '12', orderingKey: 'key-12', attempts: 0, message: {} as ClaimedRow['message'] },
+        ]);
       } finally {
         await store.rollback(explaining);
         await runner.release();
@@ -70,6 +86,15 @@ describe('outbox and inbox schema', () => {
         /Limit[\s\S]*LockRows[\s\S]*Index Scan using rm_outbox_pending_idx on rm_outbox o/,
       );
       expect(plan).not.toMatch(/Sort/);
+      // The rows that hold their keys back come from their own partial indexes, never a scan of the table.
+      expect(plan).toMatch(/rm_outbox_retrying_idx/);
+      expect(plan).toMatch(/rm_outbox_parked_idx/);
+      expect(plan).not.toMatch(/Seq Scan on rm_outbox/);
+    }
+    expect(heldBackPlans).toHaveLength(2);
+    for (const plan of heldBackPlans) {
+      expect(plan).toMatch(/rm_outbox_pending_key_idx/);
+      expect(plan).not.toMatch(/Seq Scan on rm_outbox/);
     }
   });
 

@@ -109,8 +109,40 @@ describe('oldest-message age of consumer queues', () => {
     return timestamp;
   }
 
-  /** The true age in seconds, now, of a message published with AMQP timestamp `timestamp`. */
-  const truth = (timestamp: number) => (Date.now() - timestamp * 1000) / 1000;
+  /** The true age in seconds, at epoch ms `at`, of a message published with AMQP timestamp `timestamp`. */
+  const ageAt = (at: number, timestamp: number) => at / 1000 - timestamp;
+
+  /**
+   * A reading of the age gauge and the window it was asked for in: the broker reading behind it is shared for up
+   * to SHARED_MS, so it was taken between `from - SHARED_MS` and `to`.
+   */
+  interface AgeRead {
+    age: number;
+    from: number;
+    to: number;
+  }
+  const SHARED_MS = 1000;
+
+  /** Reads `queue`'s age until `accept` takes a reading, and returns that reading. */
+  async function readAge(
+    description: string,
+    queue: string,
+    accept: (read: AgeRead) => boolean,
+    options?: { timeoutMs?: number; intervalMs?: number },
+  ): Promise<AgeRead> {
+    let read: AgeRead = { age: 0, from: 0, to: 0 };
+    await waitFor(
+      description,
+      async () => {
+        const from = Date.now();
+        const age = (await gauge(AGE, queue)) ?? 0;
+        read = { age, from, to: Date.now() };
+        return accept(read);
+      },
+      options,
+    );
+    return read;
+  }
 
   beforeAll(async () => {
     broker = await TestBroker.connect();
@@ -161,12 +193,11 @@ describe('oldest-message age of consumer queues', () => {
     await waitFor('two messages ready behind it', async () => (await broker.queueDepth(STALLED)) === 2);
 
     stalledSeen.from = Date.now();
-    await waitFor('a reading that sees the held message', async () => ((await gauge(AGE, STALLED)) ?? 0) > 0);
-    stalledSeen.by = Date.now();
-    const age = (await gauge(AGE, STALLED))!;
-    // A reading is shared for up to 1 s, so the gauge may be that much behind the clock; never ahead.
-    expect(age).toBeGreaterThanOrEqual(truth(first) - 1.05);
-    expect(age).toBeLessThanOrEqual(truth(first) + 0.05);
+    const seen = await readAge('a reading that sees the held message', STALLED, (read) => read.age > 0);
+    stalledSeen.by = seen.to;
+    // Exact at the time of its reading, which is shared for up to SHARED_MS: never ahead of the clock.
+    expect(seen.age).toBeGreaterThanOrEqual(ageAt(seen.from - SHARED_MS, first) - 0.05);
+    expect(seen.age).toBeLessThanOrEqual(ageAt(seen.to, first) + 0.05);
   });
 
   it('counts the ready messages of a consumer that stopped after taking one from that one: too high by the publish gap at most', async () => {
@@ -188,11 +219,10 @@ describe('oldest-message age of consumer queues', () => {
     );
     expect(await broker.queueDepth(TAKEN)).toBe(2);
 
-    await waitFor('a reading of the stopped queue', async () => ((await gauge(AGE, TAKEN)) ?? 0) > 0);
-    const age = (await gauge(AGE, TAKEN))!;
+    const seen = await readAge('a reading of the stopped queue', TAKEN, (read) => read.age > 0);
     // The oldest message now is taken-2; the last one taken, taken-1, was published 10 s before it.
-    expect(age).toBeGreaterThanOrEqual(truth(trueOldest) - 1.05);
-    expect(age).toBeLessThanOrEqual(truth(trueOldest) + 10 + 0.05);
+    expect(seen.age).toBeGreaterThanOrEqual(ageAt(seen.from - SHARED_MS, trueOldest) - 0.05);
+    expect(seen.age).toBeLessThanOrEqual(ageAt(seen.to, trueOldest) + 10 + 0.05);
   });
 
   it('bounds a queue nobody consumes from below by the time since it was first seen with messages ready', async () => {
@@ -201,14 +231,14 @@ describe('oldest-message age of consumer queues', () => {
     });
     // stalled-2 (590 s old) heads the queue; it was first seen ready by the stalled handler's reading.
     const trueOldest = Math.floor(stalledSeen.from / 1000) - 590;
-    await waitFor('a reading since the consumer count fell to 0', async () => {
-      const age = (await gauge(AGE, STALLED)) ?? 0;
-      return age >= (Date.now() - stalledSeen.by) / 1000 - 1.05;
-    });
-    const age = (await gauge(AGE, STALLED))!;
-    expect(age).toBeGreaterThanOrEqual((Date.now() - stalledSeen.by) / 1000 - 1.05);
-    expect(age).toBeLessThanOrEqual((Date.now() - stalledSeen.from) / 1000 + 1.05);
-    expect(age).toBeLessThan(truth(trueOldest));
+    // The first reading that found it ready was taken between stalledSeen.from and stalledSeen.by.
+    const seen = await readAge(
+      'a reading since the consumer count fell to 0',
+      STALLED,
+      (read) => read.age >= (read.from - SHARED_MS - stalledSeen.by) / 1000 - 0.05,
+    );
+    expect(seen.age).toBeLessThanOrEqual((seen.to - stalledSeen.from) / 1000 + 0.05);
+    expect(seen.age).toBeLessThan(ageAt(seen.from - SHARED_MS, trueOldest));
   });
 
   it('bounds a queue nobody consumes from the first reading that found its message, when it was empty before', async () => {
@@ -218,15 +248,15 @@ describe('oldest-message age of consumer queues', () => {
     await waitFor('a reading that finds it empty', async () => (await gauge(AGE, IDLE)) === 0);
     const published = await publishScan(IDLE, 'idle-1', 0);
 
-    await waitFor('the message seen waiting 2 s', async () => ((await gauge(AGE, IDLE)) ?? 0) >= 2, {
+    const seen = await readAge('the message seen waiting 2 s', IDLE, (read) => read.age >= 2, {
       timeoutMs: 15_000,
       intervalMs: 200,
     });
-    const age = (await gauge(AGE, IDLE))!;
     // Too low by the wait before the first reading that found it (the empty reading before it was shared for
-    // 1 s at most), never too high; the timestamp's whole seconds put the truth up to 1 s ahead of the publish.
-    expect(age).toBeLessThanOrEqual(truth(published) + 0.05);
-    expect(age).toBeGreaterThanOrEqual(truth(published) - 1 - 1.2);
+    // 1 s at most, and polled every 200 ms), never too high; the timestamp's whole seconds put the truth up to
+    // 1 s ahead of the publish.
+    expect(seen.age).toBeLessThanOrEqual(ageAt(seen.to, published) + 0.05);
+    expect(seen.age).toBeGreaterThanOrEqual(ageAt(seen.from - SHARED_MS, published) - 1 - 1.2);
     expect(await broker.queueDepth(IDLE)).toBe(1);
   });
 });

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
+import type { Channel, ChannelModel, ConsumeMessage, MessageProperties } from 'amqplib';
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { AmqpConnection } from '../amqp/amqp-connection.service';
 import type { TopologyService } from '../amqp/topology.service';
@@ -12,7 +12,7 @@ import { maxDeadlineMs } from '../flow-control/deadline-limits';
 import { isOrdered, type ConsumerPlan } from './consumer-plan';
 import { AckBatcher } from './ack-batcher';
 import { sharedAbortController } from '../util/shared-abort';
-import { publishedAt, type QueueAgeSample } from '../metrics/queue-age';
+import { enteredQueueAt, type QueueAgeSample } from '../metrics/queue-age';
 
 const RESUBSCRIBE_BASE_MS = 200;
 const RESUBSCRIBE_CAP_MS = 10_000;
@@ -47,8 +47,12 @@ export class ConsumerRunner {
   private readonly slots: LimitFunction;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly deliveries = new Set<InboundDelivery>();
-  /** The last delivery, kept by reference (one field write per delivery) for the queue's age estimate. */
-  private lastDelivery?: InboundDelivery;
+  /**
+   * The last delivery's properties and when it came, for the queue's age estimate: two field writes per delivery,
+   * and nothing kept alive but the properties (not the body, nor the channel).
+   */
+  private lastProperties?: MessageProperties;
+  private lastReceivedAt?: number;
   private channel?: Channel;
   /** Batches the acks of `channel`. */
   private acks?: AckBatcher;
@@ -105,12 +109,16 @@ export class ConsumerRunner {
     let oldestHeldAt: number | undefined;
     for (const delivery of this.deliveries) {
       if (delivery.isSettled) continue;
-      // Without a timestamp, the receipt is the latest it can have been published.
-      const at = publishedAt(delivery.raw) ?? delivery.receivedAt;
+      // Without a timestamp, the receipt is the latest it can have entered the queue.
+      const at = enteredQueueAt(delivery.raw.properties) ?? delivery.receivedAt;
       if (oldestHeldAt === undefined || at < oldestHeldAt) oldestHeldAt = at;
     }
-    const last = this.lastDelivery;
-    return { oldestHeldAt, lastDeliveredAt: last && publishedAt(last.raw), lastReceivedAt: last?.receivedAt };
+    const last = this.lastProperties;
+    return {
+      oldestHeldAt,
+      lastDeliveredAt: last && enteredQueueAt(last),
+      lastReceivedAt: this.lastReceivedAt,
+    };
   }
 
   /** Opens the consumer's channel on this connection and subscribes. Called after every (re)connection. */
@@ -225,7 +233,8 @@ export class ConsumerRunner {
       this.draining.signal,
       this.holdLimitMs,
     );
-    this.lastDelivery = delivery;
+    this.lastProperties = message.properties;
+    this.lastReceivedAt = delivery.receivedAt;
     const finished = (): void => {
       this.completed++;
       this.inFlight.delete(task);

@@ -12,7 +12,7 @@ import type { OutboxRelay } from '../outbox/outbox-relay.service';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { MessagingMetrics } from './messaging-metrics.service';
 import type { ClaimCheckPruner } from '../claim-check/claim-check-pruner.service';
-import { MetricsCollector } from './metrics-collector.service';
+import { ageLimitSeconds, MetricsCollector } from './metrics-collector.service';
 import type { QueueDepth, QueueDepthMonitor } from './queue-depth.monitor';
 
 const never = <T>() => new Promise<T>(() => undefined);
@@ -76,5 +76,22 @@ describe('MetricsCollector', () => {
     expect(await value('rm_metrics_collect_errors_total')).toEqual([
       { value: 1, labels: { source: 'queues' } },
     ]);
+  });
+});
+
+describe('ageLimitSeconds', () => {
+  const consumer = (mode: 'none' | 'queue') =>
+    ({
+      deadline: { deadlineMs: 2_000, limitMs: 1_500_000 },
+      retry: { options: { maxDelayMs: 1_000, maxAttempts: 4 } },
+      ordering: { mode },
+    }) as unknown as Parameters<typeof ageLimitSeconds>[0];
+
+  it('allows one attempt past its deadline, then the longest backoff', () => {
+    expect(ageLimitSeconds(consumer('none'))).toBe(3);
+  });
+
+  it('allows an ordered consumer, which retries in place holding the message, that for every attempt', () => {
+    expect(ageLimitSeconds(consumer('queue'))).toBe(12);
   });
 });

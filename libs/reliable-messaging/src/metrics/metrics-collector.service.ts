@@ -19,9 +19,15 @@ import { withTimeout } from '../util/with-timeout';
 import { MessagingMetrics } from './messaging-metrics.service';
 import { QueueDepthMonitor } from './queue-depth.monitor';
 
-/** How old a message of `consumer`'s queue may get while all is well: one attempt past its deadline, then the longest backoff. */
-export function ageLimitSeconds(consumer: Pick<ConsumerPlan, 'deadline' | 'retry'>): number {
-  return (consumer.deadline.deadlineMs + consumer.retry.options.maxDelayMs) / 1000;
+/**
+ * How old a message of `consumer`'s queue may get while all is well: one attempt past its deadline, then the
+ * longest backoff. An ordered consumer retries in place, holding the message through every attempt and backoff,
+ * so its limit is that times its attempts.
+ */
+export function ageLimitSeconds(consumer: Pick<ConsumerPlan, 'deadline' | 'retry' | 'ordering'>): number {
+  const attempt = consumer.deadline.deadlineMs + consumer.retry.options.maxDelayMs;
+  const attempts = consumer.ordering.mode === 'none' ? 1 : consumer.retry.options.maxAttempts;
+  return (attempt * attempts) / 1000;
 }
 
 /**

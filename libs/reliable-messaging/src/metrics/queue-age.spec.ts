@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { publishedAt, QueueAgeEstimator, type QueueAgeSample } from './queue-age';
+import { enteredQueueAt, QueueAgeEstimator, type QueueAgeSample } from './queue-age';
 
 const T = 1_800_000_000_000;
 const s = (seconds: number) => seconds * 1000;
@@ -107,13 +107,35 @@ describe('QueueAgeEstimator', () => {
   });
 });
 
-describe('publishedAt', () => {
+describe('enteredQueueAt', () => {
   it.each([
     { timestamp: 1_800_000_000, expected: 1_800_000_000_000 },
     { timestamp: undefined, expected: undefined },
     { timestamp: '1800000000', expected: undefined },
     { timestamp: Number.NaN, expected: undefined },
   ])('reads timestamp $timestamp as $expected', ({ timestamp, expected }) => {
-    expect(publishedAt({ properties: { timestamp } as never })).toBe(expected);
+    expect(enteredQueueAt({ timestamp } as never)).toBe(expected);
+  });
+
+  it('takes the time a retry came back from its delay level (the newest x-death entry), not its first publish', () => {
+    const headers = {
+      'x-death': [
+        { queue: 'events.retry.03', reason: 'expired', time: { '!': 'timestamp', value: 1_800_000_090 } },
+        { queue: 'events.retry.01', reason: 'expired', time: { '!': 'timestamp', value: 1_800_000_030 } },
+      ],
+    };
+    expect(enteredQueueAt({ timestamp: 1_800_000_000, headers: headers as never })).toBe(1_800_000_090_000);
+  });
+
+  it('takes the time an operator replayed a dead letter', () => {
+    const headers = { 'rm-dead-letter-replayed-at': '2027-01-15T10:00:00.000Z' };
+    expect(enteredQueueAt({ timestamp: 1_700_000_000, headers })).toBe(
+      Date.parse('2027-01-15T10:00:00.000Z'),
+    );
+  });
+
+  it('keeps the publish time when a header holds nothing it can read', () => {
+    const headers = { 'x-death': ['not an entry'], 'rm-dead-letter-replayed-at': 'yesterday' };
+    expect(enteredQueueAt({ timestamp: 1_800_000_000, headers: headers as never })).toBe(1_800_000_000_000);
   });
 });

@@ -1,10 +1,12 @@
-import type { Message } from 'amqplib';
+import type { MessageProperties } from 'amqplib';
+import { headerDate } from '../dead-letter/dead-letter-record';
+import { DEAD_LETTER_HEADERS } from '../reliable-messaging.constants';
 
 /** What one consumer knows of its queue's messages (epoch ms); read on scrape, never worked out per delivery. */
 export interface QueueAgeSample {
-  /** The publish time of the oldest delivery this process holds unacknowledged; undefined when it holds none. */
+  /** When the oldest delivery this process holds unacknowledged entered the queue (enteredQueueAt); undefined when it holds none. */
   oldestHeldAt?: number;
-  /** The publish time of the last message delivered to this process; undefined when none was, or it had no timestamp. */
+  /** When the last message delivered to this process entered the queue; undefined when none was, or nothing tells. */
   lastDeliveredAt?: number;
   /** When this process received that last message; undefined when none was delivered. */
   lastReceivedAt?: number;
@@ -19,12 +21,28 @@ export interface QueueReading {
 }
 
 /**
- * When `message` was published, in epoch ms: its AMQP `timestamp` property (whole seconds, so up to 1 s early),
- * which the module sets when it builds a message and keeps on retries and replays. Undefined without one.
+ * When a message entered the queue it was delivered from, in epoch ms: the latest of its AMQP `timestamp` (its
+ * publish, in whole seconds, so up to 1 s early), the newest x-death entry's time (a retry comes back into the
+ * queue from a delay level, which dead-letters it there when its delay ends), and the time an operator replayed
+ * it (`rm-dead-letter-replayed-at`). A retry or a replay keeps the first publish's timestamp: on its own, that
+ * would count earlier attempts, their backoff and time spent dead-lettered as waiting in this queue. The broker
+ * keeps one x-death entry per delay level with the time it first used it, so a message retried several times at
+ * the longest level looks older than it is, by up to its earlier waits there. Undefined without any of them.
  */
-export function publishedAt(message: Pick<Message, 'properties'>): number | undefined {
-  const timestamp: unknown = message.properties.timestamp;
-  return typeof timestamp === 'number' && Number.isFinite(timestamp) ? timestamp * 1000 : undefined;
+export function enteredQueueAt(
+  properties: Pick<MessageProperties, 'timestamp' | 'headers'>,
+): number | undefined {
+  const timestamp: unknown = properties.timestamp;
+  let at = typeof timestamp === 'number' && Number.isFinite(timestamp) ? timestamp * 1000 : undefined;
+  const headers = properties.headers;
+  if (!headers) return at;
+  const deaths: unknown = headers['x-death'];
+  const newestDeath = Array.isArray(deaths) ? (deaths[0] as { time?: unknown } | undefined) : undefined;
+  for (const value of [newestDeath?.time, headers[DEAD_LETTER_HEADERS.replayedAt]]) {
+    const time = value === undefined ? undefined : headerDate(value)?.getTime();
+    if (time !== undefined && Number.isFinite(time) && (at === undefined || time > at)) at = time;
+  }
+  return at;
 }
 
 /**

@@ -168,9 +168,13 @@ export class OutboxStore {
    */
   async claim(runner: QueryRunner, limit: number): Promise<ClaimedRow[]> {
     const rows = (await runner.query(
-      `WITH retrying AS MATERIALIZED (SELECT "ordering_key", min("id") AS first_id FROM "rm_outbox" ` +
-        `WHERE (("status" = 'pending' AND "attempts" > 0 AND "available_at" > now()) OR "status" = 'parked') ` +
-        `AND "ordering_key" IS NOT NULL GROUP BY "ordering_key") ` +
+      // One branch per status, so that each reads its own small partial index (retrying, parked): an OR of the
+      // two could only be served by a bitmap scan, which `begin` turns off, and would scan the whole table.
+      `WITH retrying AS MATERIALIZED (SELECT "ordering_key", min("id") AS first_id FROM (` +
+        `SELECT "ordering_key", "id" FROM "rm_outbox" WHERE "status" = 'pending' AND "attempts" > 0 ` +
+        `AND "ordering_key" IS NOT NULL AND "available_at" > now() ` +
+        `UNION ALL SELECT "ordering_key", "id" FROM "rm_outbox" WHERE "status" = 'parked' ` +
+        `AND "ordering_key" IS NOT NULL) holding GROUP BY "ordering_key") ` +
         `SELECT o."id", o."exchange", o."routing_key", o."properties", o."body", o."ordering_key", o."attempts" ` +
         `FROM "rm_outbox" o ` +
         `WHERE o."status" = 'pending' AND o."available_at" <= now() AND (o."ordering_key" IS NULL OR CASE ` +
@@ -202,11 +206,14 @@ export class OutboxStore {
   async heldBack(runner: QueryRunner, claimed: readonly ClaimedRow[]): Promise<Set<string>> {
     const keys = [...new Set(claimed.map((row) => row.orderingKey).filter((key) => key !== null))];
     if (keys.length === 0) return new Set();
-    // Per key, the first pending or parked row this claim does not hold: every claimed row of the key after it waits.
+    // Per key, the first pending or parked row this claim does not hold: every claimed row of the key after it
+    // waits. One subquery per status, each on its own partial index (LEAST skips a null).
     const firsts = (await runner.query(
-      `SELECT k.key, (SELECT min(e."id") FROM "rm_outbox" e WHERE e."ordering_key" = k.key ` +
-        `AND e."status" IN ('pending', 'parked') ` +
-        `AND e."id" <> ALL($2::bigint[])) AS first_outside FROM unnest($1::text[]) AS k(key)`,
+      `SELECT k.key, LEAST(` +
+        `(SELECT min(e."id") FROM "rm_outbox" e WHERE e."ordering_key" = k.key AND e."status" = 'pending' ` +
+        `AND e."id" <> ALL($2::bigint[])), ` +
+        `(SELECT min(p."id") FROM "rm_outbox" p WHERE p."ordering_key" = k.key AND p."status" = 'parked')` +
+        `) AS first_outside FROM unnest($1::text[]) AS k(key)`,
       [keys, claimed.map((row) => row.id)],
     )) as Array<{ key: string; first_outside: string | null }>;
     const limits = new Map(
@@ -358,7 +365,9 @@ export class OutboxStore {
       `SELECT o."id"::text AS id, o."message_id", o."exchange", o."routing_key", o."properties", o."body", ` +
         `o."ordering_key", o."attempts", o."last_error", o."created_at", o."parked_at", ` +
         `CASE WHEN o."ordering_key" IS NULL THEN 0 ELSE (SELECT count(*) FROM "rm_outbox" l ` +
-        `WHERE l."ordering_key" = o."ordering_key" AND l."status" IN ('pending', 'parked') AND l."id" > o."id") END::int ` +
+        `WHERE l."ordering_key" = o."ordering_key" AND l."status" = 'pending' AND l."id" > o."id") + ` +
+        `(SELECT count(*) FROM "rm_outbox" l WHERE l."ordering_key" = o."ordering_key" AND l."status" = 'parked' ` +
+        `AND l."id" > o."id") END::int ` +
         `AS holding_back FROM "rm_outbox" o WHERE ${where.join(' AND ')} ORDER BY o."id" LIMIT $${values.length}`,
       values,
     );
