@@ -95,7 +95,11 @@ describe('the dlq command line: list, show, replay, edit, purge with confirmatio
     rmSync(auditDir, { recursive: true, force: true });
   });
 
-  async function dlq(args: string[], stdin: NodeJS.ReadableStream & { isTTY?: boolean } = new PassThrough()) {
+  async function dlq(
+    args: string[],
+    stdin: NodeJS.ReadableStream & { isTTY?: boolean } = new PassThrough(),
+    confirm?: (question: string) => Promise<string>,
+  ) {
     const stdout = new Capture();
     const stderr = new Capture();
     const code = await runDeadLetterCli(app.app, ['node', 'dlq', ...args], {
@@ -103,6 +107,7 @@ describe('the dlq command line: list, show, replay, edit, purge with confirmatio
       stderr,
       stdin,
       actor: 'spec-user',
+      confirm,
     });
     return { code, stdout: stdout.text, stderr: stderr.text };
   }
@@ -240,5 +245,25 @@ describe('the dlq command line: list, show, replay, edit, purge with confirmatio
       'edit-replay',
       'replay',
     ]);
+  });
+
+  it('a confirmed purge removes only the dead letters its preview showed, not one dead-lettered while it asked', async () => {
+    const invoice = (invoiceId: string) =>
+      app.publisher.publish(Object.assign(new InvoiceRequested(), { invoiceId, amountCents: -1 }));
+    await invoice('i-shown');
+    await waitFor('one dead letter', async () => (await broker.queueDepth(DLQ)) === 1);
+    const [shown] = await ids();
+    const questions: string[] = [];
+    const purged = await dlq(['purge', '--queue', QUEUE, '--all'], undefined, async (question) => {
+      questions.push(question);
+      await invoice('i-late');
+      await waitFor('the late dead letter', async () => (await broker.queueDepth(DLQ)) === 2);
+      return 'purge';
+    });
+    expect(questions).toEqual([expect.stringContaining(`Purge 1 dead letter(s) from ${QUEUE} for good?`)]);
+    expect(purged).toMatchObject({ code: 0, stdout: expect.stringContaining('purged 1 dead letter(s)') });
+    const left = await ids();
+    expect(left).toHaveLength(1);
+    expect(left).not.toContain(shown);
   });
 });

@@ -47,13 +47,14 @@ describe('the dlq command line: --help and usage errors touch neither the databa
     await broker?.close();
   });
 
-  function run(args: string[]) {
+  function run(args: string[], env: NodeJS.ProcessEnv = {}) {
     const child = spawn(process.execPath, [DLQ, ...args], {
       env: {
         ...process.env,
         DATABASE_URL: `postgres://nobody@127.0.0.1:${database.port}/nothing`,
         AMQP_URL: `amqp://127.0.0.1:${broker.port}`,
         NO_COLOR: '1',
+        ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -73,6 +74,20 @@ describe('the dlq command line: --help and usage errors touch neither the databa
     ['an unknown command', 2, ['frobnicate'], /unknown command 'frobnicate'/],
     ['a malformed time', 2, ['replay', '--since', 'yesterday'], /'since' must be an ISO 8601 time/],
     ['a malformed limit', 2, ['outbox', 'list', '--limit', 'many'], /--limit must be a positive integer/],
+    ['a replay with no selection', 2, ['replay'], /a replay needs a selection/],
+    ['a purge with no selection', 2, ['purge', '--yes'], /a purge needs a selection/],
+    ['an outbox retry with no selection', 2, ['outbox', 'retry'], /an outbox retry needs a selection/],
+    ['an outbox discard with no selection', 2, ['outbox', 'discard', '--yes'], /needs a selection/],
+    ['--since after --until', 2, ['list', '--since', '1h', '--until', '2h'], /'since' must be earlier/],
+    [
+      'an outbox --since after --until',
+      2,
+      ['outbox', 'retry', '--since', '1h', '--until', '2h'],
+      /'since' must be earlier/,
+    ],
+    ['an outbox --id too long', 2, ['outbox', 'list', '--id', 'x'.repeat(300)], /'ids' must be a list/],
+    ['a purge without --yes and no terminal', 2, ['purge', '--all'], /add --yes/],
+    ['an outbox discard without --yes and no terminal', 2, ['outbox', 'discard', '42'], /add --yes/],
   ])('%s: exits %i with its text and no connection', async (_what, code, args, text) => {
     const result = await run(args).exited;
     expect(result.code).toBe(code);
@@ -80,9 +95,16 @@ describe('the dlq command line: --help and usage errors touch neither the databa
     expect([database.connections, broker.connections]).toEqual([0, 0]);
   });
 
+  it('--help with an ADMIN_TOKEN the app module refuses: exits 0 with its text and no connection', async () => {
+    const result = await run(['--help'], { ADMIN_TOKEN: 'short' }).exited;
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/Usage: dlq \[options\] \[command\]/);
+    expect([database.connections, broker.connections]).toEqual([0, 0]);
+  });
+
   it('a command that runs boots the app and connects (the check above can fail)', async () => {
     const { child, exited } = run(['queues']);
-    await waitFor('a connection to the database', () => database.connections > 0);
+    await waitFor('a connection to the database', () => database.connections > 0, { timeoutMs: 30_000 });
     child.kill('SIGKILL');
     await exited;
     database.connections = 0;

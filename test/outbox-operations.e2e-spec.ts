@@ -68,13 +68,17 @@ describe('parked outbox rows: list, show, retry in key order, discard, from the 
     await setup?.close();
   });
 
-  async function dlq(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  async function dlq(
+    args: string[],
+    confirm?: (question: string) => Promise<string>,
+  ): Promise<{ code: number; stdout: string; stderr: string }> {
     const stdout = new Capture();
     const stderr = new Capture();
     const code = await runDeadLetterCli(app, ['node', 'dlq', ...args], {
       stdout,
       stderr,
       actor: 'spec-user',
+      confirm,
     });
     return { code, stdout: stdout.text, stderr: stderr.text };
   }
@@ -224,6 +228,23 @@ describe('parked outbox rows: list, show, retry in key order, discard, from the 
       ['outbox-retry', 'spec-user', 'completed', 0],
     ]);
     expect((await audits())[0].details).toMatchObject({ note: 'INC-9' });
+  });
+
+  it('the command line: a confirmed discard deletes only the rows its preview showed, not one parked while it asked', async () => {
+    const shown = await parkKeyless('race-shown');
+    const questions: string[] = [];
+    const discarded = await dlq(['outbox', 'discard', '--text', 'race-'], async (question) => {
+      questions.push(question);
+      await parkKeyless('race-late');
+      return 'discard';
+    });
+    expect(questions).toEqual([expect.stringContaining('Discard 1 parked outbox row(s) for good?')]);
+    expect(discarded).toMatchObject({ code: 0 });
+    expect(discarded.stdout).toContain(`discarded 1 parked outbox row(s)`);
+    expect(discarded.stdout).toContain(shown.messageId);
+    expect(await row('race-shown')).toBeUndefined();
+    expect(await statusOf('race-late')).toBe('parked');
+    expect(await dlq(['outbox', 'discard', '--text', 'race-late', '--yes'])).toMatchObject({ code: 0 });
   });
 
   it('the admin API: lists with holdingBack, refuses without the token or above the batch, retries in key order, discards only with confirm', async () => {

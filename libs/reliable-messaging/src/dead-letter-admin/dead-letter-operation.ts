@@ -17,11 +17,14 @@ export interface DeadLetterOperationOptions {
   onProgress?: (scanned: number, total: number) => void;
 }
 
+/** Stands in `messageIds` for a dead letter that has no message id. */
+export const NO_MESSAGE_ID = '(no message id)';
+
 /** What an operation did, or would do in a dry run. */
 export interface DeadLetterOperationResult {
   action: Extract<DeadLetterAuditAction, 'replay' | 'edit-replay' | 'purge'>;
   dryRun: boolean;
-  /** The ids of the messages replayed or purged (or that would be). */
+  /** The ids of the messages replayed or purged (or that would be); NO_MESSAGE_ID for one without. */
   messageIds: string[];
   /** Messages that matched but could not be handled, and why; they stay in their dead-letter queue. */
   failures: Array<{ messageId?: string; error: string }>;

@@ -18,10 +18,11 @@ import { HEADERS } from '../reliable-messaging.constants';
 import { errorMessage } from '../util/error-text';
 import { DeadLetterAudit } from './dead-letter-audit.service';
 import type { DeadLetterFilter } from './dead-letter-filter';
-import type {
-  DeadLetterListResult,
-  DeadLetterOperationOptions,
-  DeadLetterOperationResult,
+import {
+  NO_MESSAGE_ID,
+  type DeadLetterListResult,
+  type DeadLetterOperationOptions,
+  type DeadLetterOperationResult,
 } from './dead-letter-operation';
 import type { DeadLetterReader } from './dead-letter-reader';
 import { scanDeadLetters, type DeadLetterScanResult, type DeadLetterVisit } from './dead-letter-scan';
@@ -222,7 +223,7 @@ export class DeadLetterOperations {
         options.onProgress,
         async (reader, message, deadLetter) => {
           if (result.dryRun) {
-            result.messageIds.push(deadLetter.messageId ?? '(no message id)');
+            result.messageIds.push(deadLetter.messageId ?? NO_MESSAGE_ID);
             return true;
           }
           return (await act(reader, message, deadLetter, result)) === 'next';
@@ -291,7 +292,7 @@ export class DeadLetterOperations {
     done: 'replayed' | 'purged',
   ): 'next' | 'stop' {
     if (reader.remove(message)) {
-      result.messageIds.push(deadLetter.messageId ?? '(no message id)');
+      result.messageIds.push(deadLetter.messageId ?? NO_MESSAGE_ID);
       return 'next';
     }
     result.failures.push({

@@ -9,7 +9,7 @@ import { OutboxRowNotFoundError } from '../errors/outbox-row-not-found.error';
 import { OutboxStore, type MovedRow, type StoredParkedRow } from '../outbox/outbox-store.service';
 import { decodeStrictUtf8 } from '../envelope/strict-utf8';
 import { errorMessage } from '../util/error-text';
-import { narrowsOutboxSelection, type OutboxFilter } from './outbox-filter';
+import { requireOutboxSelection, type OutboxFilter } from './outbox-filter';
 import type {
   OutboxListResult,
   OutboxOperationOptions,
@@ -81,12 +81,8 @@ export class OutboxOperations {
     this.requireOutbox();
     const limit = checkLimit(options.limit);
     const verb = action === 'outbox-retry' ? 'retry' : 'discard';
-    const { all, ...filter } = selection;
-    if (!narrowsOutboxSelection(filter) && all !== true) {
-      throw new InvalidDeadLetterQueryError(
-        `an outbox ${verb} needs a selection: ids, a filter (type, ordering key, time window, text), or 'all' for every parked row`,
-      );
-    }
+    requireOutboxSelection(verb, selection);
+    const { all: _all, ...filter } = selection;
     if (typeof options.actor !== 'string' || options.actor.trim() === '') {
       throw new InvalidDeadLetterQueryError(`an outbox ${verb} needs an actor for its audit record`);
     }

@@ -4,6 +4,7 @@ import { DeadLetterMonitor } from '../../dead-letter/dead-letter-monitor.service
 import { DeadLetterAudit } from '../dead-letter-audit.service';
 import { DeadLetterOperations } from '../dead-letter-operations.service';
 import { OutboxOperations } from '../../outbox-admin/outbox-operations.service';
+import { askOnTerminal, requireTerminal } from './confirm-prompt';
 
 /** Where the command line reads and writes; the process's own streams by default. */
 export interface DeadLetterCliIo {
@@ -12,6 +13,11 @@ export interface DeadLetterCliIo {
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
   /** Who runs the commands, for the audit trail. Default: `<OS user>@<host>`. */
   actor?: string;
+  /**
+   * Asks the operator to confirm a purge or discard and resolves with the answer. Default: asks on stderr and
+   * reads a line from stdin, refused (before the app boots) when stdin is not a terminal.
+   */
+  confirm?: (question: string) => Promise<string>;
 }
 
 /** Exit codes: 0 done, 1 the operation failed (or left failures), 2 the command was wrong. */
@@ -19,21 +25,25 @@ export const CLI_EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
 /**
  * The app the command line runs on: a booted app context, or a function that boots one. A function is called
- * only once the arguments parsed and a command is about to run, so `--help` and a mistyped command connect to
+ * only once a command's arguments checked out and it is about to run, so `--help` and a wrong command connect to
  * nothing; the command line then closes the app it booted.
  */
 export type CliApp = INestApplicationContext | (() => Promise<INestApplicationContext>);
 
 /** What every command works with: the app's dead-letter and outbox services, the streams, and the exit code to set. */
 export interface CliContext {
-  io: Required<DeadLetterCliIo>;
-  /** The app's services; usable once `open` resolved (the program opens it before any command runs). */
+  io: Required<Omit<DeadLetterCliIo, 'confirm'>>;
+  /** The app's services; usable once `open` resolved (each action opens it once its arguments checked out). */
   readonly operations: DeadLetterOperations;
   readonly outbox: OutboxOperations;
   readonly monitor: DeadLetterMonitor;
   readonly audit: DeadLetterAudit;
   /** Boots the app when it was given as a function; a no-op after the first call. */
   open(): Promise<void>;
+  /** Refuses, before anything boots, a confirmation that could not be asked (no terminal and no `confirm` hook). */
+  requireConfirmable(): void;
+  /** Asks the operator `question` and resolves with the trimmed answer. */
+  confirm(question: string): Promise<string>;
   /** Closes the app if `open` booted it. */
   close(): Promise<void>;
   /** The exit code the last action chose; `runDeadLetterCli` resolves with it. */
@@ -46,7 +56,7 @@ export interface CliContext {
 
 /** The context of one program: the services from the app, the given streams or the process's own. */
 export function createCliContext(source: CliApp, io: Partial<DeadLetterCliIo>): CliContext {
-  const out: Required<DeadLetterCliIo> = {
+  const out: Required<Omit<DeadLetterCliIo, 'confirm'>> = {
     stdout: io.stdout ?? process.stdout,
     stderr: io.stderr ?? process.stderr,
     stdin: io.stdin ?? process.stdin,
@@ -80,6 +90,12 @@ export function createCliContext(source: CliApp, io: Partial<DeadLetterCliIo>): 
     },
     async close() {
       if (booted) await app?.close();
+    },
+    requireConfirmable() {
+      if (!io.confirm) requireTerminal(out.stdin);
+    },
+    async confirm(question) {
+      return (await (io.confirm ? io.confirm(question) : askOnTerminal(out, question))).trim();
     },
     exit: { code: CLI_EXIT.ok },
     print,

@@ -29,7 +29,8 @@ const contexts = new WeakMap<Command, CliContext>();
  * The `dlq` command line over the dead-letter and outbox operations of an app context (boot it with
  * `consumersEnabled: false` and no outbox relay so it consumes and relays nothing): `queues`, `list`, `show`,
  * `replay`, `edit`, `purge`, `audit`, and `outbox list|show|retry|discard`. Given a function that boots the app,
- * it boots it only when a command runs, never for `--help` or a usage error. Any app that imports
+ * each command boots it only once its arguments checked out (filters, selection, a terminal or `--yes` to confirm
+ * on), never for `--help` or a usage error. Any app that imports
  * ReliableMessagingModule can expose it with a few lines (see runDeadLetterCli).
  */
 export function createDeadLetterCli(app: CliApp, io: Partial<DeadLetterCliIo> = {}): Command {
@@ -41,9 +42,7 @@ export function createDeadLetterCli(app: CliApp, io: Partial<DeadLetterCliIo> = 
       writeOut: (text) => cli.io.stdout.write(text),
       writeErr: (text) => cli.io.stderr.write(text),
     })
-    .showHelpAfterError()
-    // Runs after the arguments parsed, before the command's action: the app boots only for a command that runs.
-    .hook('preAction', () => cli.open());
+    .showHelpAfterError();
   contexts.set(program, cli);
 
   addQueuesCommand(program, cli);
@@ -59,8 +58,8 @@ export function createDeadLetterCli(app: CliApp, io: Partial<DeadLetterCliIo> = 
 
 /**
  * Runs the command line and resolves with the exit code; it never calls process.exit. Given an app context, the
- * caller closes it; given a function that boots one, the command line boots it once the arguments parsed (never
- * for `--help` or a usage error) and closes it. `argv` is `process.argv` (node, script, arguments...).
+ * caller closes it; given a function that boots one, the command line boots it once the arguments checked out
+ * (never for `--help` or a usage error) and closes it. `argv` is `process.argv` (node, script, arguments...).
  *
  * @example
  * process.exitCode = await runDeadLetterCli(

@@ -11,7 +11,9 @@ export function addAuditCommand(program: Command, cli: CliContext): void {
     .option('--limit <n>', 'how many', '20')
     .option('--json', 'print JSON')
     .action(async (flags: FilterFlags) => {
-      const records = await cli.audit.recent(limitOf(flags, 20));
+      const limit = limitOf(flags, 20);
+      await cli.open();
+      const records = await cli.audit.recent(limit);
       if (flags.json) return cli.printJson(records);
       cli.print(
         table(

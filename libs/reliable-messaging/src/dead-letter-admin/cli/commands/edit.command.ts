@@ -26,6 +26,8 @@ export function addEditCommand(program: Command, cli: CliContext): void {
     .option('--note <text>', 'a note for the audit record')
     .option('--json', 'print JSON')
     .action(async (messageId: string, flags: EditFlags) => {
+      requireOneBodySource(flags);
+      await cli.open();
       const body = await newBody(cli, messageId, flags);
       const { before, ...result } = await cli.operations.editAndReplay(
         flags.queue as string,
@@ -48,13 +50,16 @@ export function addEditCommand(program: Command, cli: CliContext): void {
     });
 }
 
-/** The body from exactly one of `--body`, `--body-file` or `--set`. */
-async function newBody(cli: CliContext, messageId: string, flags: EditFlags): Promise<Buffer> {
+function requireOneBodySource(flags: EditFlags): void {
   const sources = [flags.body !== undefined, flags.bodyFile !== undefined, flags.set !== undefined].filter(
     Boolean,
   );
   if (sources.length !== 1)
     throw new InvalidDeadLetterQueryError('give exactly one of --body, --body-file or --set');
+}
+
+/** The body from the one of `--body`, `--body-file` or `--set` given. */
+async function newBody(cli: CliContext, messageId: string, flags: EditFlags): Promise<Buffer> {
   if (flags.body !== undefined) return Buffer.from(flags.body, 'utf8');
   if (flags.bodyFile !== undefined) return readFile(flags.bodyFile);
   return applyJsonEdits(await cli.operations.show(messageId, flags.queue), flags.set ?? []);

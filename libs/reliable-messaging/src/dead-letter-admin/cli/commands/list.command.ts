@@ -11,9 +11,12 @@ export function addListCommand(program: Command, cli: CliContext): void {
     .description('list dead letters, oldest first')
     .option('--json', 'print JSON')
     .action(async (flags: FilterFlags) => {
+      const filter = filterOf(flags);
+      const limit = limitOf(flags, 50);
+      await cli.open();
       const progress = new ProgressReporter(cli.io.stderr, 'reading');
       const result = await cli.operations
-        .list(filterOf(flags), { limit: limitOf(flags, 50), onProgress: progress.update })
+        .list(filter, { limit, onProgress: progress.update })
         .finally(() => progress.stop());
       if (flags.json) {
         return cli.printJson({

@@ -1,8 +1,11 @@
 import { Option, type Command } from 'commander';
-import { parseOutboxFilter, type OutboxFilter } from '../../../outbox-admin/outbox-filter';
+import {
+  parseOutboxFilter,
+  requireOutboxSelection,
+  type OutboxFilter,
+} from '../../../outbox-admin/outbox-filter';
 import type { OutboxOperationResult, OutboxSelection } from '../../../outbox-admin/outbox-operation';
 import { CLI_EXIT, type CliContext } from '../cli-context';
-import { confirm } from '../confirm-prompt';
 import { limitArgument, limitOf, timeArgument } from '../filter-flags';
 import { ProgressReporter } from '../progress-reporter';
 import { table, truncate } from '../text-output';
@@ -62,7 +65,10 @@ export function addOutboxCommand(program: Command, cli: CliContext): void {
     .description('list parked outbox rows, oldest first')
     .option('--json', 'print JSON')
     .action(async (flags: OutboxFlags) => {
-      const result = await cli.outbox.list(filterOf(flags), { limit: limitOf(flags, 50) });
+      const filter = filterOf(flags);
+      const limit = limitOf(flags, 50);
+      await cli.open();
+      const result = await cli.outbox.list(filter, { limit });
       if (flags.json) return cli.printJson(result);
       cli.print(
         table(
@@ -90,6 +96,7 @@ export function addOutboxCommand(program: Command, cli: CliContext): void {
     .description('one parked row in full, by outbox row id or message id')
     .option('--json', 'print JSON')
     .action(async (id: string, flags: OutboxFlags) => {
+      await cli.open();
       const row = await cli.outbox.show(id);
       if (flags.json) return cli.printJson(row);
       cli.print(
@@ -130,30 +137,38 @@ export function addOutboxCommand(program: Command, cli: CliContext): void {
       .option('--note <text>', 'a note for the audit record (a ticket, a reason)')
       .option('--json', 'print JSON')
       .action(async (ids: string[], flags: OutboxFlags) => {
-        const selection: OutboxSelection = { ...filterOf(flags, ids), all: flags.all === true };
+        let selection: OutboxSelection = { ...filterOf(flags, ids), all: flags.all === true };
+        requireOutboxSelection(action, selection);
+        const asks = action === 'discard' && !flags.dryRun && !flags.yes;
+        if (asks) cli.requireConfirmable();
         const options = {
           actor: cli.io.actor,
           limit: limitOf(flags),
           note: flags.note,
           allowEmpty: flags.allowEmpty,
         };
+        await cli.open();
         const run = (dryRun: boolean, onProgress?: (done: number, total: number) => void) =>
           action === 'retry'
             ? cli.outbox.retry(selection, { ...options, dryRun, onProgress })
             : cli.outbox.discard(selection, { ...options, dryRun, onProgress });
-        if (action === 'discard' && !flags.dryRun && !flags.yes) {
+        if (asks) {
           const preview = await run(true);
-          if (preview.ids.length > 0) {
-            const answer = await confirm(
-              cli.io,
-              `Discard ${preview.ids.length}${preview.more ? '+' : ''} parked outbox row(s) for good? Type 'discard' to confirm: `,
-            );
-            if (answer !== 'discard') {
-              cli.print('nothing discarded');
-              cli.exit.code = CLI_EXIT.failed;
-              return;
-            }
+          if (preview.ids.length === 0) {
+            if (flags.json) cli.printJson(preview);
+            else cli.print('no parked row matches: nothing to discard');
+            return;
           }
+          const answer = await cli.confirm(
+            `Discard ${preview.ids.length}${preview.more ? '+' : ''} parked outbox row(s) for good? Type 'discard' to confirm: `,
+          );
+          if (answer !== 'discard') {
+            cli.print('nothing discarded');
+            cli.exit.code = CLI_EXIT.failed;
+            return;
+          }
+          // Only the rows the operator saw: one parked while the question was read stays parked.
+          selection = { ...selection, ids: preview.ids };
         }
         const progress = new ProgressReporter(cli.io.stderr, flags.dryRun ? 'checking' : action);
         const result = await run(flags.dryRun === true, progress.update).finally(() => progress.stop());

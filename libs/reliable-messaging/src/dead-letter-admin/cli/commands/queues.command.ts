@@ -10,6 +10,7 @@ export function addQueuesCommand(program: Command, cli: CliContext): void {
     .description('depth and oldest age of every dead-letter queue')
     .option('--json', 'print JSON')
     .action(async (flags: FilterFlags) => {
+      await cli.open();
       const stats = await cli.monitor.read(cli.operations.knownQueues());
       if (flags.json) return cli.printJson(stats);
       cli.print(

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { requireSelection } from '../../dead-letter-selection';
 import type { CliContext } from '../cli-context';
 import { limitOf, selectionOf, withFilters, type FilterFlags } from '../filter-flags';
 import { reportResult } from '../operation-report';
@@ -14,12 +15,16 @@ export function addReplayCommand(program: Command, cli: CliContext): void {
     .option('--note <text>', 'a note for the audit record (a ticket, a reason)')
     .option('--json', 'print JSON')
     .action(async (messageIds: string[], flags: FilterFlags) => {
+      const selection = selectionOf(flags, messageIds);
+      requireSelection('replay', selection);
+      const limit = limitOf(flags);
+      await cli.open();
       const progress = new ProgressReporter(cli.io.stderr, flags.dryRun ? 'checking' : 'replaying');
       const result = await cli.operations
-        .replay(selectionOf(flags, messageIds), {
+        .replay(selection, {
           actor: cli.io.actor,
           dryRun: flags.dryRun,
-          limit: limitOf(flags),
+          limit,
           note: flags.note,
           allowEmpty: flags.allowEmpty,
           onProgress: progress.update,

@@ -12,6 +12,7 @@ export function addShowCommand(program: Command, cli: CliContext): void {
     .option('-q, --queue <queue>', 'the consumer queue (default: search every dead-letter queue)')
     .option('--json', 'print JSON')
     .action(async (messageId: string, flags: FilterFlags) => {
+      await cli.open();
       const deadLetter = await cli.operations.show(messageId, flags.queue);
       if (flags.json) return cli.printJson(describeDeadLetter(deadLetter, true));
       cli.print(describeForHumans(deadLetter));
