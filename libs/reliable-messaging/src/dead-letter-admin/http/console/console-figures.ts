@@ -92,8 +92,7 @@ export class ConsoleFigures {
       queue: depth.queue,
       ready: depth.ready,
       consumers: depth.consumers,
-      oldestAgeSeconds:
-        depth.oldestAgeSeconds === 0 && depth.ready === 0 ? null : depth.oldestAgeSeconds,
+      oldestAgeSeconds: depth.oldestAgeSeconds === 0 && depth.ready === 0 ? null : depth.oldestAgeSeconds,
       inFlight: statuses
         .filter((status) => status.queue === depth.queue)
         .reduce((sum, status) => sum + status.inFlight, 0),
