@@ -41,8 +41,12 @@ function figures(options: { dataSource?: object; parked?: number | Error } = {})
 }
 
 describe('ConsoleFigures', () => {
-  beforeEach(() => jest.useFakeTimers({ now: new Date('2026-05-01T10:00:00Z') }));
-  afterEach(() => jest.useRealTimers());
+  beforeEach(() => {
+    jest.useFakeTimers({ now: new Date('2026-05-01T10:00:00Z') });
+  });
+  afterEach(() => {
+    jest.useRealTimers();
+  });
 
   it('sums the in-flight handlers of a queue, and shows an empty queue as empty rather than 0 s old', async () => {
     const { consumerQueues } = await figures().subject.overview();
