@@ -6,7 +6,12 @@ import { adminActor } from '../admin-actor';
 import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from '../dead-letter-admin.options';
 import { ConsoleContext } from './console-context';
 import { CONSOLE_FORM, field, redirectTo, sendHtml, type ConsoleRequest } from './console-http';
-import { outboxFilterFieldsOf, outboxSelectionFieldsOf, outboxSelectionOf } from './console-selection';
+import {
+  listLimit,
+  outboxFilterFieldsOf,
+  outboxSelectionFieldsOf,
+  outboxSelectionOf,
+} from './console-selection';
 import { query } from './views/format';
 import { layout } from './views/layout.view';
 import { operationPreviewView, type OperationCopy, type SelectionFields } from './views/operation.view';
@@ -39,12 +44,7 @@ export class ConsoleOutboxController {
     const page: OutboxPage = { filter, rows: [], more: false, maxBatchSize: this.options.maxBatchSize };
     try {
       const { all: _all, ...selection } = outboxSelectionOf(outboxSelectionFieldsOf(source));
-      const limit = filter.limit === undefined ? this.options.maxBatchSize : Number(filter.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > this.options.maxBatchSize) {
-        throw new InvalidDeadLetterQueryError(
-          `'limit' must be an integer from 1 to ${this.options.maxBatchSize}`,
-        );
-      }
+      const limit = listLimit(filter.limit, this.options.maxBatchSize);
       Object.assign(page, await this.outbox.list(selection, { limit }));
     } catch (error) {
       if (!(error instanceof InvalidDeadLetterQueryError)) throw error;

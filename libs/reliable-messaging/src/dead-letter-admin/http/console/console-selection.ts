@@ -1,5 +1,6 @@
 import { parseDeadLetterFilter } from '../../dead-letter-filter';
 import type { DeadLetterSelection } from '../../dead-letter-selection';
+import { InvalidDeadLetterQueryError } from '../../../errors/invalid-dead-letter-query.error';
 import { parseOutboxFilter } from '../../../outbox-admin/outbox-filter';
 import type { OutboxSelection } from '../../../outbox-admin/outbox-operation';
 import { field, fields } from './console-http';
@@ -105,4 +106,13 @@ function withTicked(source: Record<string, unknown>, filter: SelectionFields): S
     ...(ids.length > 0 ? { id: ids } : {}),
     ...(field(source, 'all') === '1' ? { all: '1' } : {}),
   };
+}
+
+/** A list page's `limit` field as a number from 1 to `max` (`max` when not given); throws InvalidDeadLetterQueryError otherwise. */
+export function listLimit(value: string | undefined, max: number): number {
+  const limit = value === undefined ? max : Number(value);
+  if (!Number.isInteger(limit) || limit < 1 || limit > max) {
+    throw new InvalidDeadLetterQueryError(`'limit' must be an integer from 1 to ${max}`);
+  }
+  return limit;
 }

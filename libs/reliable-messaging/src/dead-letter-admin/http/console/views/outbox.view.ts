@@ -1,6 +1,6 @@
 import type { ParkedOutboxRow, ParkedOutboxRowDetail } from '../../../../outbox-admin/outbox-operation';
 import { html, type SafeHtml } from '../html';
-import { count, query, when } from './format';
+import { count, factItems, filterInputs, query, when } from './format';
 import { notice, type PageFrame } from './layout.view';
 
 /** The parked-row filters as the page's query string gives them, the CLI's filters by their API names. */
@@ -40,16 +40,7 @@ export function holdingBack(row: ParkedOutboxRow): SafeHtml | '' {
 export function outboxView(frame: PageFrame, page: OutboxPage): SafeHtml {
   const { filter } = page;
   const base = `${frame.base}/outbox`;
-  const inputs = FILTERS.map(
-    ([name, label, hint]) =>
-      html`<label
-        >${label}<input
-          name="${name}"
-          value="${filter[name] ?? ''}"
-          placeholder="${hint}"
-          ${name === 'limit' ? html` inputmode="numeric"` : ''}
-      /></label>`,
-  );
+  const inputs = filterInputs(FILTERS, filter);
   const now = Date.now();
   const rows = page.rows.map(
     (row) =>
@@ -144,13 +135,7 @@ export function outboxRowView(frame: PageFrame, row: ParkedOutboxRowDetail): Saf
       <a href="${base}">Back to the list</a>
     </div>
     <dl class="facts">
-      ${facts.map(
-        ([label, value]) =>
-          html`<dt>${label}</dt>
-            <dd class="mono">
-              ${value === undefined || value === '' ? html`<span class="none">–</span>` : value}
-            </dd>`,
-      )}
+      ${factItems(facts)}
       <dt>Written</dt>
       <dd>${when(row.createdAt)} <span class="muted mono">${row.createdAt.toISOString()}</span></dd>
       <dt>Parked</dt>
