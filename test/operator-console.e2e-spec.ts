@@ -8,7 +8,7 @@ import type { Page } from 'playwright-core';
 import { Consume, MessagePublisher, MessageType, ReliableMessagingModule } from '@app/reliable-messaging';
 import { DEAD_LETTER_HEADERS, DeadLetterAdminModule } from '@app/reliable-messaging/dead-letters';
 import { launchBrowser, type TestBrowser } from './support/browser';
-import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
+import { createMessagingDatabase, outboxRows, type MessagingDatabase } from './support/messaging-database';
 import { uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';
@@ -26,16 +26,25 @@ const QUEUE = uniqueQueue('console');
 const DLQ = `${QUEUE}.dlq`;
 const SCRIPT_BODY = '<script>window.__pwned=1</script>';
 const HTML_HEADER = '<img src=x onerror="window.__pwned=2">';
+const PARKED_SCRIPT = '<script>window.__pwned2=1</script>';
+const PARCEL_KEY = 'parcel-<7>';
 
 @Injectable()
 class RefundHandler {
   readonly refunded: string[] = [];
   bankDown = true;
+  /** While set, the refund `slow` waits for it: a handler in flight. */
+  hold?: Promise<void>;
+  holding = false;
 
   // NOTE: a classic queue, whose depth the broker reports at once (a quorum queue's lags).
   @Consume({ queue: QUEUE, queueType: 'classic', retry: { maxAttempts: 1 } })
   async onRefund(event: RefundRequested): Promise<void> {
     if (this.bankDown) throw new BankRejected(`the bank rejected refund ${event.refundId}`);
+    if (event.refundId === 'slow' && this.hold) {
+      this.holding = true;
+      await this.hold;
+    }
     this.refunded.push(event.refundId);
   }
 }
@@ -63,7 +72,7 @@ describe('the operator console in a browser: sign in, overview, filter, show, ed
           exchange: broker.name('events'),
           connectionName: `${broker.prefix}.console`,
           dataSource: db.dataSource,
-          outbox: { relay: false },
+          outbox: { pollIntervalMs: 100 },
         }),
         DeadLetterAdminModule.register({ tokens: { ops: TOKEN }, console: true }),
       ],
@@ -149,7 +158,16 @@ describe('the operator console in a browser: sign in, overview, filter, show, ed
   it('shows the figures of the consumer queue and of its dead-letter queue, with counts by reason', async () => {
     await shows('#consumer-queues tr', QUEUE);
     const consumerRow = page.locator('#consumer-queues tbody tr', { hasText: QUEUE });
-    expect(await consumerRow.locator('td').allInnerTexts()).toEqual([QUEUE, '0', '1', '–', '6']);
+    expect(await consumerRow.locator('td').allInnerTexts()).toEqual([
+      QUEUE,
+      '0',
+      '1',
+      '0',
+      '–',
+      'empty',
+      '6',
+    ]);
+    expect(await page.locator('[data-figure=parked-outbox-rows]').innerText()).toBe('0');
     const deadRow = page.locator('#dead-letter-queues tbody tr', { hasText: DLQ });
     expect(await deadRow.locator('td').nth(1).innerText()).toBe('6');
     const chips = await deadRow.locator('.chip').allInnerTexts();
@@ -263,14 +281,127 @@ describe('the operator console in a browser: sign in, overview, filter, show, ed
     expect(await broker.queueDepth(DLQ)).toBe(0);
   });
 
+  it('shows a handler in flight, the handled rate and the age of the oldest message of a consumer queue', async () => {
+    let release!: () => void;
+    handler.hold = new Promise((resolve) => (release = resolve));
+    await app
+      .get(MessagePublisher)
+      .publishNow(Object.assign(new RefundRequested(), { refundId: 'slow', amountCents: 1 }));
+    await waitFor('the slow refund in its handler', () => handler.holding);
+    const cells = page.locator('#consumer-queues tbody tr', { hasText: QUEUE }).locator('td');
+    await waitFor('an age of a second or more', async () => {
+      await page.goto(consoleUrl);
+      return /^[1-9]\d*s$/.test(await cells.nth(5).innerText());
+    });
+    expect(await cells.nth(3).innerText()).toBe('1');
+    expect(await cells.nth(4).innerText()).toMatch(/^\d+(\.\d)?$/);
+    release();
+    await waitFor('the slow refund', () => handler.refunded.includes('slow'));
+  });
+
+  /** Waits until the relay parks the row of `type`, and answers its row. */
+  async function parked(type: string) {
+    let found: Awaited<ReturnType<typeof outboxRows>>[number] | undefined;
+    await waitFor(`${type} parked`, async () => {
+      found = (await outboxRows(db.dataSource)).find((row) => row.type === type && row.status === 'parked');
+      return found !== undefined;
+    });
+    return found!;
+  }
+
+  it('lists a parked outbox row as holding back the later row of its key, and retries it after a dry run: both arrive in key order', async () => {
+    const PARCELS = broker.name('parcels');
+    const channel = await broker.openChannel();
+    await channel.assertQueue(PARCELS, { durable: false });
+    await channel.bindQueue(PARCELS, broker.name('events'), 'parcel.later');
+    const publisher = app.get(MessagePublisher);
+    await db.dataSource.transaction(async (manager) => {
+      for (const [type, name] of [
+        ['parcel.first', 'first'],
+        ['parcel.later', 'later'],
+      ])
+        await publisher.publish(
+          { type, payload: { name }, idempotencyKey: `parcel-${name}` },
+          { manager, orderingKey: PARCEL_KEY },
+        );
+      await publisher.publish(
+        { type: 'hostile.parked', payload: { note: PARKED_SCRIPT }, idempotencyKey: 'hostile-parked' },
+        { manager },
+      );
+    });
+    const first = await parked('parcel.first');
+    await parked('hostile.parked');
+
+    await page.goto(consoleUrl);
+    expect(await page.locator('[data-figure=parked-outbox-rows]').innerText()).toBe('2');
+    await page.click('nav >> text=Parked outbox rows');
+    await shows('#outbox-summary', '2 parked row(s) in row order, holding back 1 later row(s)');
+    const row = page.locator('#parked-rows tbody tr', { hasText: 'parcel.first' });
+    expect(await row.locator('.holding-back').innerText()).toBe(
+      `holding back 1 later row(s) of key ${PARCEL_KEY}`,
+    );
+    expect(await page.locator('#parked-rows .holding-back').count()).toBe(1);
+    expect(await row.locator('td').nth(5).innerText()).toMatch(/^unroutable: /);
+    expect((await outboxRows(db.dataSource)).find((r) => r.type === 'parcel.later')?.status).toBe('pending');
+
+    await row.locator(`a:text-is("${first.messageId}")`).click();
+    await shows('h1', `Parked outbox row ${first.id}`);
+    await shows('.notice.error', `holding back 1 later row(s) of key ${PARCEL_KEY}`);
+    await shows('#body', '"name":"first"');
+
+    await channel.bindQueue(PARCELS, broker.name('events'), 'parcel.first');
+    await page.click('text=Retry…');
+    await shows('#preview-summary', 'Dry run: 1 parked outbox row(s) would be put back for the relay');
+    expect(await page.locator('#preview-ids li').allInnerTexts()).toEqual([first.messageId]);
+    expect((await outboxRows(db.dataSource)).find((r) => r.id === first.id)?.status).toBe('parked');
+
+    await page.click('text=Retry 1 now');
+    await shows('tr.highlight', 'outbox-retry');
+    await shows('.notice.ok', 'outbox-retry: 1 parked outbox row(s), completed.');
+    const delivered = await broker.waitForMessages(PARCELS, 2);
+    expect(delivered.map((m) => (JSON.parse(m.content.toString()) as { name: string }).name)).toEqual([
+      'first',
+      'later',
+    ]);
+  });
+
+  it('renders a hostile parked body as text, and discards the row only after confirmation', async () => {
+    await page.goto(`${consoleUrl}/outbox?type=hostile.parked`);
+    await shows('#outbox-summary', '1 parked row(s)');
+    await page.click('#parked-rows tbody a');
+    await shows('#body', PARKED_SCRIPT);
+    expect(await page.locator('#body script').count()).toBe(0);
+    expect(await page.evaluate(() => (globalThis as { __pwned2?: number }).__pwned2)).toBeUndefined();
+
+    await page.click('text=Discard…');
+    await shows('#preview-summary', 'Dry run: 1 parked outbox row(s) would be discarded');
+    await page.click('text=Cancel');
+    await shows('h1', 'Parked outbox rows');
+    await parked('hostile.parked');
+
+    await page.goto(`${consoleUrl}/outbox?type=hostile.parked`);
+    await page.click('text=Discard every match…');
+    await page.click('text=Discard 1 for good');
+    expect(await page.locator('input[name=confirm]:invalid').count()).toBe(1);
+    await page.check('input[name=confirm]');
+    await page.click('text=Discard 1 for good');
+    await shows('tr.highlight', 'outbox-discard');
+    expect((await outboxRows(db.dataSource)).filter((r) => r.status === 'parked')).toEqual([]);
+    await page.goto(`${consoleUrl}/outbox`);
+    await shows('#outbox-summary', '0 parked row(s)');
+    expect(await page.evaluate(() => (globalThis as { __pwned2?: number }).__pwned2)).toBeUndefined();
+  });
+
   it('lists every action in the audit log under the token name, and signs out', async () => {
     await page.click('nav >> text=Audit log');
     const rows = page.locator('#audit tbody tr');
     const cells = async (i: number) => (await rows.nth(i).locator('td').allInnerTexts()).slice(1, 6);
-    expect(await rows.count()).toBe(3);
-    expect(await cells(0)).toEqual(['purge', 'token:ops', QUEUE, '3', 'completed']);
-    expect(await cells(1)).toEqual(['replay', 'token:ops', '–', '2', 'completed']);
-    expect(await cells(2)).toEqual(['edit-replay', 'token:ops', QUEUE, '1', 'completed']);
+    expect(await rows.count()).toBe(5);
+    expect(await cells(0)).toEqual(['outbox-discard', 'token:ops', 'outbox', '1', 'completed']);
+    expect(await cells(1)).toEqual(['outbox-retry', 'token:ops', 'outbox', '1', 'completed']);
+    expect(await cells(2)).toEqual(['purge', 'token:ops', QUEUE, '3', 'completed']);
+    expect(await cells(3)).toEqual(['replay', 'token:ops', '–', '2', 'completed']);
+    expect(await cells(4)).toEqual(['edit-replay', 'token:ops', QUEUE, '1', 'completed']);
     await shows('#audit', 'amount corrected');
 
     await page.click('text=Sign out');

@@ -1,8 +1,10 @@
 /**
  * Screenshots of the operator console for docs/operations.md (`npm run console:screenshots`): starts a small app
- * with the console on and two consumers that refuse their messages, makes dead letters for real on the broker
- * (`AMQP_URL`, default the local one), signs in with Chromium (`CHROMIUM_PATH`, default `/usr/bin/chromium`) at
- * 1280 px wide, writes docs/images/console-*.png, and removes every queue and exchange it declared.
+ * with the console on, an outbox in a database of its own (on the PostgreSQL server of `DATABASE_URL`, default
+ * the local one) and two consumers that refuse their messages, makes dead letters and parked outbox rows for real
+ * on the broker (`AMQP_URL`, default the local one), signs in with Chromium (`CHROMIUM_PATH`, default
+ * `/usr/bin/chromium`) at 1280 px wide, writes docs/images/console-*.png, and removes every queue and exchange
+ * it declared and its database.
  */
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
@@ -16,9 +18,18 @@ import { NestFactory } from '@nestjs/core';
 import amqp from 'amqplib';
 import { IsInt, IsString, Min } from 'class-validator';
 import { chromium } from 'playwright-core';
+import { DataSource } from 'typeorm';
 import { Consume, MessagePublisher, MessageType, ReliableMessagingModule } from '@app/reliable-messaging';
 import { DeadLetterAdminModule } from '@app/reliable-messaging/dead-letters';
-import { DeadLetterMonitor, delayLevelNames, deliverExchangeName } from '@app/reliable-messaging/operations';
+import {
+  DeadLetterMonitor,
+  delayLevelNames,
+  deliverExchangeName,
+  OutboxMonitor,
+} from '@app/reliable-messaging/operations';
+import { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from '@app/reliable-messaging/typeorm';
+import { DEFAULT_DATABASE_URL } from '../config/app-config';
+import { DemoEnvironment } from './demo-environment';
 import { pollUntil } from './poll-until';
 
 const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
@@ -61,7 +72,15 @@ class RefusingConsumers {
 
 async function main(): Promise<void> {
   const token = randomBytes(24).toString('hex');
-  const auditDir = mkdtempSync(join(tmpdir(), 'console-screenshots-'));
+  const database = await DemoEnvironment.create(process.env.DATABASE_URL || DEFAULT_DATABASE_URL);
+  const dataSource = new DataSource({
+    type: 'postgres',
+    url: database.databaseUrl,
+    entities: [...RELIABLE_MESSAGING_ENTITIES],
+    migrations: [...RELIABLE_MESSAGING_MIGRATIONS],
+    migrationsRun: true,
+    logging: false,
+  });
 
   @Module({
     imports: [
@@ -69,7 +88,8 @@ async function main(): Promise<void> {
         urls: AMQP_URL,
         exchange: EXCHANGE,
         connectionName: PREFIX,
-        deadLetterAuditFile: join(auditDir, 'audit.jsonl'),
+        dataSource,
+        outbox: { pollIntervalMs: 100 },
       }),
       DeadLetterAdminModule.register({ tokens: { ops: token }, console: true }),
     ],
@@ -77,12 +97,14 @@ async function main(): Promise<void> {
   })
   class ScreenshotModule {}
 
+  await dataSource.initialize();
   const app = await NestFactory.create<INestApplication<Server>>(ScreenshotModule, { logger: ['error'] });
   const profile = mkdtempSync(join(tmpdir(), 'console-chromium-'));
   try {
     await app.listen(0, '127.0.0.1');
     const base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}/admin/dead-letters/console`;
     const shownId = await makeDeadLetters(app);
+    await parkOutboxRows(app, dataSource);
 
     const context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM_PATH,
@@ -111,8 +133,11 @@ async function main(): Promise<void> {
       );
       await page.waitForSelector('#history');
       await page.screenshot({ path: join(OUT_DIR, 'console-message.png'), fullPage: true });
+      await page.goto(`${base}/outbox`);
+      await page.waitForSelector('#parked-rows');
+      await page.screenshot({ path: join(OUT_DIR, 'console-outbox.png'), fullPage: true });
       console.log(
-        `wrote console-overview.png, console-dead-letters.png and console-message.png to ${OUT_DIR}`,
+        `wrote console-overview.png, console-dead-letters.png, console-message.png and console-outbox.png to ${OUT_DIR}`,
       );
     } finally {
       await context.close();
@@ -120,9 +145,37 @@ async function main(): Promise<void> {
   } finally {
     await app.close();
     await removeBrokerObjects();
+    if (dataSource.isInitialized) await dataSource.destroy();
+    await database.dropDatabase();
     rmSync(profile, { recursive: true, force: true });
-    rmSync(auditDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Outbox rows the broker cannot route (nothing is bound to their types), which the relay parks: a shipment
+ * notice and the cancellation of the same order behind it (held back by its ordering key), and an invoice.
+ */
+async function parkOutboxRows(app: INestApplication, dataSource: DataSource): Promise<void> {
+  const publisher = app.get(MessagePublisher);
+  await dataSource.transaction(async (manager) => {
+    for (const [type, payload, orderingKey] of [
+      ['order.shipped', { orderId: 'ord-1004', carrier: 'parcel-express' }, 'order:ord-1004'],
+      ['order.cancelled', { orderId: 'ord-1004', reason: 'customer request' }, 'order:ord-1004'],
+      ['invoice.issued', { orderId: 'ord-1002', invoice: 'INV-2026-0042' }, undefined],
+    ] as const) {
+      await publisher.publish(
+        { type, payload, idempotencyKey: `${type}:${payload.orderId}` },
+        { manager, orderingKey },
+      );
+    }
+  });
+  const monitor = app.get(OutboxMonitor);
+  const parked = await pollUntil(
+    async () => ((await monitor.backlog()).parked === 2 ? true : undefined),
+    15_000,
+    new AbortController().signal,
+  );
+  if (!parked) throw new Error('the relay did not park the 2 outbox rows within 15 s');
 }
 
 /** Payments declined, shipments refused, and payments that fail validation: three reasons, two queues. */

@@ -22,7 +22,10 @@ export interface ConsumerStatus {
   name: string;
   queue: string;
   consuming: boolean;
+  /** Deliveries in the pipeline now. */
   inFlight: number;
+  /** Deliveries that left the pipeline (handled, retried, dead-lettered or given back) since the app started. */
+  completed: number;
 }
 
 /** How a drain ended: how many handlers finished and how many were still running at the deadline. */
@@ -98,6 +101,7 @@ export class ConsumerRunner {
       queue: this.definition.queue,
       consuming: this.consumerTag !== undefined,
       inFlight: this.inFlight.size,
+      completed: this.completed,
     };
   }
 

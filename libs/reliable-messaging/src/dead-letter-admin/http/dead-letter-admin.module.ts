@@ -14,6 +14,7 @@ import { ConsoleExceptionFilter } from './console/console-exception.filter';
 import { ConsoleFigures } from './console/console-figures';
 import { ConsoleMessagesController } from './console/console-messages.controller';
 import { ConsoleOperationsController } from './console/console-operations.controller';
+import { ConsoleOutboxController } from './console/console-outbox.controller';
 import { ConsoleOverviewController } from './console/console-overview.controller';
 import { ConsoleSessionController } from './console/console-session.controller';
 import { ConsoleGuard } from './console/console.guard';
@@ -31,6 +32,7 @@ const CONSOLE_CONTROLLERS: Array<Type<object>> = [
   ConsoleOverviewController,
   ConsoleMessagesController,
   ConsoleOperationsController,
+  ConsoleOutboxController,
   ConsoleAuditController,
 ];
 

@@ -9,7 +9,7 @@ import { layout } from './views/layout.view';
 /** The most audit records the page shows. */
 const AUDIT_PAGE = 200;
 
-/** The audit log: every replay, edit and purge, newest first. */
+/** The audit log: every replay, edit and purge of dead letters, and every retry and discard of parked outbox rows, newest first. */
 @Injectable()
 export class ConsoleAuditController {
   constructor(

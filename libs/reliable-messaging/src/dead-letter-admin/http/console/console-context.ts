@@ -1,5 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { RESOLVED_MESSAGING_OPTIONS } from '../../../reliable-messaging-module-definition';
+import type { ResolvedMessagingOptions } from '../../../reliable-messaging.options';
 import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from '../dead-letter-admin.options';
 import { ADMIN_ACTOR } from '../admin-auth.guard';
 import { CONSOLE_SESSION } from './console-http';
@@ -13,9 +15,17 @@ export class ConsoleContext {
   readonly base: string;
   readonly sessions: ConsoleSessions;
 
-  constructor(@Inject(DEAD_LETTER_ADMIN_OPTIONS) readonly options: ResolvedDeadLetterAdminOptions) {
+  /** Why the parked outbox rows cannot be shown, or undefined when the app has an outbox. */
+  readonly outboxUnavailable?: string;
+
+  constructor(
+    @Inject(DEAD_LETTER_ADMIN_OPTIONS) readonly options: ResolvedDeadLetterAdminOptions,
+    @Inject(RESOLVED_MESSAGING_OPTIONS) messaging: ResolvedMessagingOptions,
+  ) {
     this.base = `/${options.path}/console`;
     this.sessions = new ConsoleSessions(options.consoleSessionTtlMs);
+    if (!messaging.dataSource)
+      this.outboxUnavailable = 'this app has no outbox: ReliableMessagingModule has no dataSource option';
   }
 
   /** Whether the console signs in with the admin tokens (else the app's own guard authenticates each request). */
@@ -46,6 +56,7 @@ export class ConsoleContext {
       base: this.base,
       csrf: session ? this.sessions.csrfToken(session) : '',
       actor: this.usesTokens && typeof actor === 'string' ? actor : undefined,
+      unavailable: this.outboxUnavailable ? { outbox: this.outboxUnavailable } : {},
     };
   }
 }

@@ -1,6 +1,8 @@
 import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { DeadLetterNotFoundError } from '../../../errors/dead-letter-not-found.error';
+import { EmptySelectionError } from '../../../errors/empty-selection.error';
+import { OutboxRowNotFoundError } from '../../../errors/outbox-row-not-found.error';
 import { InvalidDeadLetterQueryError } from '../../../errors/invalid-dead-letter-query.error';
 import { errorMessage } from '../../../util/error-text';
 import { ConsoleContext } from './console-context';
@@ -30,7 +32,9 @@ export class ConsoleExceptionFilter implements ExceptionFilter {
         ? error.getStatus()
         : error instanceof InvalidDeadLetterQueryError
           ? 400
-          : error instanceof DeadLetterNotFoundError
+          : error instanceof DeadLetterNotFoundError ||
+              error instanceof OutboxRowNotFoundError ||
+              error instanceof EmptySelectionError
             ? 404
             : 500;
     if (status === 500) this.logger.error(`console ${request.method} failed: ${errorMessage(error)}`);

@@ -8,7 +8,7 @@ import { adminActor } from '../admin-actor';
 import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from '../dead-letter-admin.options';
 import { ConsoleContext } from './console-context';
 import { CONSOLE_FORM, field, redirectTo, sendHtml, type ConsoleRequest } from './console-http';
-import { filterFieldsOf, selectionOf } from './console-selection';
+import { filterFieldsOf, listLimit, selectionOf } from './console-selection';
 import { query } from './views/format';
 import { layout } from './views/layout.view';
 import { bodyText, editView, messageView } from './views/message.view';
@@ -42,12 +42,7 @@ export class ConsoleMessagesController {
     };
     try {
       const { all: _all, ...selection } = selectionOf(filter);
-      const limit = filter.limit === undefined ? this.options.maxBatchSize : Number(filter.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > this.options.maxBatchSize) {
-        throw new InvalidDeadLetterQueryError(
-          `'limit' must be an integer from 1 to ${this.options.maxBatchSize}`,
-        );
-      }
+      const limit = listLimit(filter.limit, this.options.maxBatchSize);
       Object.assign(page, await this.operations.list(selection, { limit }));
     } catch (error) {
       if (!(error instanceof InvalidDeadLetterQueryError)) throw error;

@@ -9,7 +9,7 @@ import { CONSOLE_FORM, field, redirectTo, sendHtml, type ConsoleRequest } from '
 import { selectionFieldsOf, selectionOf } from './console-selection';
 import { query } from './views/format';
 import { layout } from './views/layout.view';
-import { operationPreviewView } from './views/operation.view';
+import { deadLetterCopy, operationPreviewView } from './views/operation.view';
 
 type Action = 'replay' | 'purge';
 
@@ -59,7 +59,8 @@ export class ConsoleOperationsController {
       limit: this.options.maxBatchSize,
     });
     const title = action === 'replay' ? 'Replay dead letters' : 'Purge dead letters';
-    sendHtml(response, layout(frame, title, 'messages', operationPreviewView(frame, action, fields, result)));
+    const content = operationPreviewView(frame, deadLetterCopy(frame, action, fields), fields, result);
+    sendHtml(response, layout(frame, title, 'messages', content));
   }
 
   private async run(action: Action, request: ConsoleRequest, response: Response): Promise<void> {

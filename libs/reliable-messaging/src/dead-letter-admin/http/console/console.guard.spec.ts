@@ -7,6 +7,7 @@ import { ConsoleContext } from './console-context';
 import { CONSOLE_SESSION } from './console-http';
 import { CONSOLE_COOKIE } from './console-session';
 import { ConsoleGuard, ConsoleSignInRequired } from './console.guard';
+import type { ResolvedMessagingOptions } from '../../../reliable-messaging.options';
 
 const TOKEN = 't'.repeat(32);
 
@@ -35,7 +36,10 @@ function contextOf(request: FakeRequest, response: object): ExecutionContext {
 }
 
 describe('ConsoleGuard', () => {
-  const console = new ConsoleContext(resolveAdminOptions({ tokens: { ops: TOKEN }, console: true }));
+  const console = new ConsoleContext(
+    resolveAdminOptions({ tokens: { ops: TOKEN }, console: true }),
+    {} as ResolvedMessagingOptions,
+  );
   const guard = new ConsoleGuard(console, new Reflector());
   const signedIn = console.sessions.issue('ops');
   const anonymous = console.sessions.issue(null);

@@ -3,6 +3,11 @@ import { html, type SafeHtml } from '../html';
 import { count, when } from './format';
 import { notice, type PageFrame } from './layout.view';
 
+/** Whether the action is on parked outbox rows (`outbox-retry`, `outbox-discard`) rather than dead letters. */
+function isOutboxAction(action: string): boolean {
+  return action.startsWith('outbox-');
+}
+
 /** The latest audit records, newest first; the one just written highlighted, with what it did. */
 export function auditView(frame: PageFrame, records: DeadLetterAuditRecord[], highlight?: string): SafeHtml {
   const done = records.find((record) => record.id === highlight);
@@ -13,14 +18,17 @@ export function auditView(frame: PageFrame, records: DeadLetterAuditRecord[], hi
       <td>${when(record.startedAt)}</td>
       <td>${record.action}</td>
       <td class="mono">${record.actor}</td>
-      <td class="mono">${record.queue ?? '–'}</td>
+      <td class="mono">
+        ${record.queue ?? (isOutboxAction(record.action) ? html`<span class="none">outbox</span>` : '–')}
+      </td>
       <td class="num">${count(record.messageCount)}</td>
       <td>${record.outcome}${failures > 0 ? html` <span class="nonzero">${failures} failed</span>` : ''}</td>
       <td class="mono error">${JSON.stringify(record.selection)}</td>
       <td class="error">${note}</td>
     </tr>`;
   });
-  return html` ${done ? notice(done.outcome === 'completed' ? 'ok' : 'error', `${done.action}: ${done.messageCount} dead letter(s), ${done.outcome}.`) : ''}
+  const noun = (action: string) => (isOutboxAction(action) ? 'parked outbox row(s)' : 'dead letter(s)');
+  return html` ${done ? notice(done.outcome === 'completed' ? 'ok' : 'error', `${done.action}: ${done.messageCount} ${noun(done.action)}, ${done.outcome}.`) : ''}
     <table id="audit">
       <thead>
         <tr>
@@ -39,7 +47,9 @@ export function auditView(frame: PageFrame, records: DeadLetterAuditRecord[], hi
           rows.length > 0
             ? rows
             : html`<tr>
-                <td colspan="8" class="none">Nothing has been replayed, edited or purged yet.</td>
+                <td colspan="8" class="none">
+                  Nothing has been replayed, edited, purged, retried or discarded yet.
+                </td>
               </tr>`
         }
       </tbody>

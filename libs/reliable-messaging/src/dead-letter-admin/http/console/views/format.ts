@@ -42,3 +42,31 @@ export function query(fields: Record<string, string | string[] | undefined>): st
   const text = params.toString();
   return text ? `?${text}` : '';
 }
+
+/** The inputs of a filter form, one per `[name, label, hint]`, filled with `values`; `limit` asks for a number. */
+export function filterInputs(
+  filters: ReadonlyArray<readonly [string, string, string]>,
+  values: Partial<Record<string, string>>,
+): SafeHtml[] {
+  return filters.map(
+    ([name, label, hint]) =>
+      html`<label
+        >${label}<input
+          name="${name}"
+          value="${values[name] ?? ''}"
+          placeholder="${hint}"
+          ${name === 'limit' ? html` inputmode="numeric"` : ''}
+      /></label>`,
+  );
+}
+
+/** The terms and values of a `dl.facts` list, each value monospaced, `–` when it is missing or empty. */
+export function factItems(facts: ReadonlyArray<readonly [string, unknown]>): SafeHtml[] {
+  return facts.map(
+    ([label, value]) =>
+      html`<dt>${label}</dt>
+        <dd class="mono">
+          ${value === undefined || value === '' ? html`<span class="none">–</span>` : value}
+        </dd>`,
+  );
+}

@@ -1,20 +1,19 @@
 import { html, type SafeHtml } from '../html';
 
-/** A place in the console's navigation; one not `available` yet shows greyed out, without a link. */
+/** A place in the console's navigation; one the page frame names `unavailable` shows greyed out, without a link. */
 export interface ConsoleSection {
   key: string;
   label: string;
   /** The path under the console. */
   path: string;
-  available: boolean;
 }
 
 /** The console's sections, in the order of the navigation. */
 export const CONSOLE_SECTIONS: readonly ConsoleSection[] = [
-  { key: 'overview', label: 'Overview', path: '', available: true },
-  { key: 'messages', label: 'Dead letters', path: 'messages', available: true },
-  { key: 'outbox', label: 'Parked outbox rows', path: 'outbox', available: false },
-  { key: 'audit', label: 'Audit log', path: 'audit', available: true },
+  { key: 'overview', label: 'Overview', path: '' },
+  { key: 'messages', label: 'Dead letters', path: 'messages' },
+  { key: 'outbox', label: 'Parked outbox rows', path: 'outbox' },
+  { key: 'audit', label: 'Audit log', path: 'audit' },
 ];
 
 /** What every page knows about the request it answers. */
@@ -25,6 +24,8 @@ export interface PageFrame {
   csrf: string;
   /** Who is signed in (`token:ops`), or undefined on the sign-in page and under an app's own guard. */
   actor?: string;
+  /** The sections this app cannot show, each with the reason (its title when greyed out). */
+  unavailable?: Partial<Record<string, string>>;
 }
 
 /** A hidden CSRF field, in every form that POSTs. */
@@ -34,15 +35,16 @@ export function csrfField(frame: PageFrame): SafeHtml {
 
 /** The page around the content: title, navigation, sign-out. */
 export function layout(frame: PageFrame, title: string, active: string, content: SafeHtml): SafeHtml {
-  const nav = CONSOLE_SECTIONS.map((section) =>
-    section.available
+  const nav = CONSOLE_SECTIONS.map((section) => {
+    const unavailable = frame.unavailable?.[section.key];
+    return unavailable === undefined
       ? html`<a
           class="${section.key === active ? 'active' : ''}"
           href="${frame.base}${section.path ? `/${section.path}` : ''}"
           >${section.label}</a
         >`
-      : html`<span class="unavailable" title="not available in this version">${section.label}</span>`,
-  );
+      : html`<span class="unavailable" title="${unavailable}">${section.label}</span>`;
+  });
   const signOut = frame.actor
     ? html`<form method="post" action="${frame.base}/sign-out" class="sign-out">
         ${csrfField(frame)} <span class="who">${frame.actor}</span

@@ -1,7 +1,7 @@
 import { headerDate, type DeadLetter } from '../../../../dead-letter/dead-letter-record';
 import { describeDeadLetter } from '../../../dead-letter-view';
 import { html, type SafeHtml } from '../html';
-import { query, when } from './format';
+import { factItems, query, when } from './format';
 import { csrfField, notice, type PageFrame } from './layout.view';
 
 /** One dead letter in full: what it is, its failure history with the stack, its headers and body. */
@@ -43,15 +43,7 @@ export function messageView(frame: PageFrame, deadLetter: DeadLetter): SafeHtml 
       <a class="button" href="${frame.base}/purge${selection}">Purge…</a>
       <a href="${frame.base}/messages${query({ queue: deadLetter.queue })}">Back to the list</a>
     </div>
-    <dl class="facts">
-      ${facts.map(
-        ([label, value]) =>
-          html`<dt>${label}</dt>
-            <dd class="mono">
-              ${value === undefined || value === '' ? html`<span class="none">–</span>` : value}
-            </dd>`,
-      )}
-    </dl>
+    <dl class="facts">${factItems(facts)}</dl>
     <h2>Failure history</h2>
     ${historyTable(deadLetter)}
     ${

@@ -1,6 +1,6 @@
 import type { DeadLetter } from '../../../../dead-letter/dead-letter-record';
 import { html, type SafeHtml } from '../html';
-import { count, query, when } from './format';
+import { count, filterInputs, query, when } from './format';
 import { notice, type PageFrame } from './layout.view';
 
 /** The list filters as the page's query string gives them, the CLI's filters by their API names. */
@@ -41,16 +41,7 @@ export function messagesView(frame: PageFrame, page: MessagesPage): SafeHtml {
     (queue) =>
       html`<option value="${queue}" ${filter.queue === queue ? html` selected` : ''}>${queue}</option>`,
   );
-  const inputs = FILTERS.map(
-    ([name, label, hint]) =>
-      html`<label
-        >${label}<input
-          name="${name}"
-          value="${filter[name] ?? ''}"
-          placeholder="${hint}"
-          ${name === 'limit' ? html` inputmode="numeric"` : ''}
-      /></label>`,
-  );
+  const inputs = filterInputs(FILTERS, filter);
   const rows = page.deadLetters.map(
     (deadLetter) =>
       html`<tr>

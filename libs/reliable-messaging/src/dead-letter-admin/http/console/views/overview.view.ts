@@ -8,6 +8,29 @@ function oldest(seconds: number | null | undefined, unmeasured: string): SafeHtm
   return seconds === null ? html`<span class="none">empty</span>` : html`${age(seconds)}`;
 }
 
+/** Deliveries a minute: whole numbers from 10 up, one decimal below; `–` before a second overview. */
+function perMinute(rate: number | undefined): SafeHtml {
+  if (rate === undefined)
+    return html`<span class="none" title="known from the second overview on: reload">–</span>`;
+  return html`${rate >= 10 || rate === 0 ? count(Math.round(rate)) : rate.toFixed(1)}`;
+}
+
+/** The parked outbox rows tile, when the app has an outbox. */
+function parkedTile(frame: PageFrame, parked: ConsoleOverview['parkedOutboxRows']): SafeHtml | '' {
+  if (parked === undefined) return '';
+  if (typeof parked === 'object')
+    return html`<div class="tile alert" title="${parked.error}">
+      <div class="value" data-figure="parked-outbox-rows">?</div>
+      <div class="label">parked outbox rows (unreadable)</div>
+    </div>`;
+  return html`<div class="tile ${parked > 0 ? 'alert' : ''}">
+    <div class="value" data-figure="parked-outbox-rows">
+      ${parked > 0 ? html`<a class="nonzero" href="${frame.base}/outbox">${count(parked)}</a>` : count(parked)}
+    </div>
+    <div class="label">parked outbox rows</div>
+  </div>`;
+}
+
 /** Every consumer queue and every dead-letter queue, with their figures. */
 export function overviewView(frame: PageFrame, overview: ConsoleOverview): SafeHtml {
   const messages = `${frame.base}/messages`;
@@ -23,7 +46,9 @@ export function overviewView(frame: PageFrame, overview: ConsoleOverview): SafeH
           ${queue.ready === undefined ? html`<span class="none" title="the queue does not exist">missing</span>` : count(queue.ready)}
         </td>
         <td class="num">${count(queue.consumers)}</td>
-        <td class="num">${oldest(queue.oldestAgeSeconds, 'not measured in this version')}</td>
+        <td class="num">${count(queue.inFlight)}</td>
+        <td class="num">${perMinute(queue.handledPerMinute)}</td>
+        <td class="num">${oldest(queue.oldestAgeSeconds, 'the queue does not exist')}</td>
         <td class="num">${deadLetterLink(messages, queue.queue, deadByQueue.get(queue.queue))}</td>
       </tr>`,
   );
@@ -61,6 +86,7 @@ export function overviewView(frame: PageFrame, overview: ConsoleOverview): SafeH
         <div class="value">${count(overview.consumerQueues.length)}</div>
         <div class="label">consumer queues</div>
       </div>
+      ${parkedTile(frame, overview.parkedOutboxRows)}
     </div>
     <p class="muted">Read ${overview.readAt.toISOString()}. Reload for new figures.</p>
     <h2>Consumer queues</h2>
@@ -70,7 +96,13 @@ export function overviewView(frame: PageFrame, overview: ConsoleOverview): SafeH
           <th>Queue</th>
           <th class="num">Ready</th>
           <th class="num">Consumers</th>
-          <th class="num">Oldest message</th>
+          <th class="num" title="handlers of this process running now">In flight</th>
+          <th class="num" title="deliveries this process finished a minute, since the previous overview">
+            Handled / min
+          </th>
+          <th class="num" title="estimated age of the oldest message, ready or held (docs/operations.md)">
+            Oldest message
+          </th>
           <th class="num">Dead letters</th>
         </tr>
       </thead>
@@ -79,7 +111,7 @@ export function overviewView(frame: PageFrame, overview: ConsoleOverview): SafeH
           consumerRows.length > 0
             ? consumerRows
             : html`<tr>
-                <td colspan="5" class="none">This app has no consumers.</td>
+                <td colspan="7" class="none">This app has no consumers.</td>
               </tr>`
         }
       </tbody>
