@@ -6,7 +6,7 @@ import { adminActor } from '../admin-actor';
 import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from '../dead-letter-admin.options';
 import { ConsoleContext } from './console-context';
 import { CONSOLE_FORM, field, redirectTo, sendHtml, type ConsoleRequest } from './console-http';
-import { selectionFieldsOf, selectionOf } from './console-selection';
+import { pinnedSelection, selectionFieldsOf, selectionOf } from './console-selection';
 import { query } from './views/format';
 import { layout } from './views/layout.view';
 import { deadLetterCopy, operationPreviewView } from './views/operation.view';
@@ -56,10 +56,16 @@ export class ConsoleOperationsController {
     const result = await this.operations[action](selectionOf(fields), {
       actor: adminActor(request, this.options),
       dryRun: true,
+      allowEmpty: true,
       limit: this.options.maxBatchSize,
     });
     const title = action === 'replay' ? 'Replay dead letters' : 'Purge dead letters';
-    const content = operationPreviewView(frame, deadLetterCopy(frame, action, fields), fields, result);
+    const content = operationPreviewView(
+      frame,
+      deadLetterCopy(frame, action, fields),
+      pinnedSelection(fields, result.messageIds),
+      result,
+    );
     sendHtml(response, layout(frame, title, 'messages', content));
   }
 

@@ -11,6 +11,7 @@ import {
   outboxFilterFieldsOf,
   outboxSelectionFieldsOf,
   outboxSelectionOf,
+  pinnedSelection,
 } from './console-selection';
 import { query } from './views/format';
 import { layout } from './views/layout.view';
@@ -101,7 +102,12 @@ export class ConsoleOutboxController {
       limit: this.options.maxBatchSize,
     });
     const title = action === 'retry' ? 'Retry parked outbox rows' : 'Discard parked outbox rows';
-    const content = operationPreviewView(frame, this.copy(action, fields), fields, result);
+    const content = operationPreviewView(
+      frame,
+      this.copy(action, fields),
+      pinnedSelection(fields, result.ids),
+      result,
+    );
     sendHtml(response, layout(frame, title, 'outbox', content));
   }
 

@@ -1,3 +1,4 @@
+import { NO_MESSAGE_ID } from '../../dead-letter-operation';
 import { parseDeadLetterFilter } from '../../dead-letter-filter';
 import type { DeadLetterSelection } from '../../dead-letter-selection';
 import { InvalidDeadLetterQueryError } from '../../../errors/invalid-dead-letter-query.error';
@@ -53,6 +54,16 @@ export function selectionOf(selection: SelectionFields): DeadLetterSelection {
     text: text('text'),
   });
   return { ...filter, all: text('all') === '1' };
+}
+
+/**
+ * The selection a preview's confirming form carries: the ids its dry run found (and the queue), so that the
+ * operation touches what the preview showed, never what came to match since. A dry run that found nothing, or a
+ * dead letter without a message id, which no id names, carries the selection as given.
+ */
+export function pinnedSelection(selection: SelectionFields, ids: readonly string[]): SelectionFields {
+  if (ids.length === 0 || ids.includes(NO_MESSAGE_ID)) return selection;
+  return { ...(typeof selection.queue === 'string' ? { queue: selection.queue } : {}), id: [...ids] };
 }
 
 const OUTBOX_FILTER_NAMES = ['type', 'orderingKey', 'since', 'until', 'text'] as const;
