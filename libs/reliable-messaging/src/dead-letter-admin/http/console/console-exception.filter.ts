@@ -1,5 +1,6 @@
 import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { randomUUID } from 'node:crypto';
 import { DeadLetterNotFoundError } from '../../../errors/dead-letter-not-found.error';
 import { EmptySelectionError } from '../../../errors/empty-selection.error';
 import { OutboxRowNotFoundError } from '../../../errors/outbox-row-not-found.error';
@@ -13,8 +14,9 @@ import { layout, notice } from './views/layout.view';
 
 /**
  * Answers every console failure with a page that carries the console's headers: the sign-in page for a
- * browser that has not signed in, the message of a refused request (400, 403, 404) or of a failure (500,
- * logged) otherwise.
+ * browser that has not signed in, the message of a refused request (400, 403, 404), or for a failure (500) a
+ * plain text and an id under which the log keeps the error: its message may hold the database's or the
+ * broker's internals, which are not for the page.
  */
 @Catch()
 export class ConsoleExceptionFilter implements ExceptionFilter {
@@ -37,9 +39,14 @@ export class ConsoleExceptionFilter implements ExceptionFilter {
               error instanceof EmptySelectionError
             ? 404
             : 500;
-    if (status === 500) this.logger.error(`console ${request.method} failed: ${errorMessage(error)}`);
+    let text = errorMessage(error);
+    if (status === 500) {
+      const id = randomUUID();
+      this.logger.error(`console ${request.method} failed (error id ${id}): ${text}`);
+      text = `Something went wrong on the server; nothing more is shown here. The log has it under error id ${id}.`;
+    }
     const frame = this.console.frame(request);
-    const content = html`${notice('error', errorMessage(error))}
+    const content = html`${notice('error', text)}
       <p><a href="${this.console.base}">Back to the overview</a></p>`;
     sendHtml(response, layout(frame, status === 403 ? 'Refused' : 'Could not do that', '', content), status);
   }
