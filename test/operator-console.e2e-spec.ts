@@ -7,7 +7,7 @@ import { IsInt, IsString, Min } from 'class-validator';
 import type { Page } from 'playwright-core';
 import { Consume, MessagePublisher, MessageType, ReliableMessagingModule } from '@app/reliable-messaging';
 import { DEAD_LETTER_HEADERS, DeadLetterAdminModule } from '@app/reliable-messaging/dead-letters';
-import { launchBrowser, type TestBrowser } from './support/browser';
+import { launchChromium, type HeadlessChromium } from '../apps/order-service/src/demo/headless-chromium';
 import { createMessagingDatabase, outboxRows, type MessagingDatabase } from './support/messaging-database';
 import { uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
@@ -53,7 +53,7 @@ describe('the operator console in a browser: sign in, overview, filter, show, ed
   let broker: TestBroker;
   let db: MessagingDatabase;
   let app: INestApplication<Server>;
-  let browser: TestBrowser;
+  let browser: HeadlessChromium;
   let page: Page;
   let consoleUrl: string;
   let handler: RefundHandler;
@@ -113,7 +113,7 @@ describe('the operator console in a browser: sign in, overview, filter, show, ed
     });
     await waitFor('six dead letters', async () => (await broker.queueDepth(DLQ)) === 6);
 
-    browser = await launchBrowser();
+    browser = await launchChromium();
     page = await browser.context.newPage();
   });
 

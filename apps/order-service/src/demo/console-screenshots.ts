@@ -8,16 +8,14 @@
  */
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import amqp from 'amqplib';
 import { IsInt, IsString, Min } from 'class-validator';
-import { chromium } from 'playwright-core';
 import { DataSource } from 'typeorm';
 import { Consume, MessagePublisher, MessageType, ReliableMessagingModule } from '@app/reliable-messaging';
 import { DeadLetterAdminModule } from '@app/reliable-messaging/dead-letters';
@@ -30,10 +28,10 @@ import {
 import { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from '@app/reliable-messaging/typeorm';
 import { DEFAULT_DATABASE_URL } from '../config/app-config';
 import { DemoEnvironment } from './demo-environment';
+import { launchChromium } from './headless-chromium';
 import { pollUntil } from './poll-until';
 
 const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUT_DIR = resolve('docs/images');
 const PREFIX = `demo-console-${randomBytes(3).toString('hex')}`;
 const EXCHANGE = `${PREFIX}.events`;
@@ -99,27 +97,15 @@ async function main(): Promise<void> {
 
   await dataSource.initialize();
   const app = await NestFactory.create<INestApplication<Server>>(ScreenshotModule, { logger: ['error'] });
-  const profile = mkdtempSync(join(tmpdir(), 'console-chromium-'));
   try {
     await app.listen(0, '127.0.0.1');
     const base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}/admin/dead-letters/console`;
     const shownId = await makeDeadLetters(app);
     await parkOutboxRows(app, dataSource);
 
-    const context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM_PATH,
-      headless: true,
-      viewport: { width: 1280, height: 800 },
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-      ],
-    });
+    const browser = await launchChromium();
     try {
-      const page = await context.newPage();
+      const page = await browser.context.newPage();
       await page.goto(`${base}/sign-in`);
       await page.fill('input[name=token]', token);
       await page.click('button[type=submit]');
@@ -140,14 +126,13 @@ async function main(): Promise<void> {
         `wrote console-overview.png, console-dead-letters.png, console-message.png and console-outbox.png to ${OUT_DIR}`,
       );
     } finally {
-      await context.close();
+      await browser.close();
     }
   } finally {
     await app.close();
     await removeBrokerObjects();
     if (dataSource.isInitialized) await dataSource.destroy();
     await database.dropDatabase();
-    rmSync(profile, { recursive: true, force: true });
   }
 }
 

@@ -6,14 +6,17 @@ import { chromium, type BrowserContext } from 'playwright-core';
 /** The Chromium of the system (Debian's `chromium` package); Playwright's own browsers are never downloaded. */
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
-/** A headless Chromium with a fresh profile; `close()` ends it and deletes the profile. */
-export interface TestBrowser {
+/**
+ * A headless Chromium with a fresh profile; `close()` ends it and deletes the profile. The console's screenshots
+ * (`npm run console:screenshots`) and its browser test (test/operator-console.e2e-spec.ts) both drive one.
+ */
+export interface HeadlessChromium {
   readonly context: BrowserContext;
   close(): Promise<void>;
 }
 
 /** Starts Chromium at 1280×800, or fails saying how to install it. */
-export async function launchBrowser(): Promise<TestBrowser> {
+export async function launchChromium(): Promise<HeadlessChromium> {
   if (!existsSync(CHROMIUM_PATH)) {
     throw new Error(
       `Chromium is not installed at ${CHROMIUM_PATH}: install it (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH`,
