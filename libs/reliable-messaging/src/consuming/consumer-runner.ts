@@ -1,6 +1,5 @@
 import { Logger } from '@nestjs/common';
 import type { Channel, ChannelModel, ConsumeMessage, MessageProperties } from 'amqplib';
-import pLimit, { type LimitFunction } from 'p-limit';
 import type { AmqpConnection } from '../amqp/amqp-connection.service';
 import type { TopologyService } from '../amqp/topology.service';
 import { InboundDelivery } from '../pipeline/inbound-delivery';
@@ -11,6 +10,7 @@ import { consumerTimeoutArguments } from '../flow-control/consumer-timeout';
 import { maxDeadlineMs } from '../flow-control/deadline-limits';
 import { isOrdered, type ConsumerPlan } from './consumer-plan';
 import { AckBatcher } from './ack-batcher';
+import { ConcurrencySlots } from './concurrency-slots';
 import { sharedAbortController } from '../util/shared-abort';
 import { enteredQueueAt, type QueueAgeSample } from '../metrics/queue-age';
 
@@ -40,14 +40,8 @@ export interface DrainResult {
  */
 export class ConsumerRunner {
   private readonly logger = new Logger('ReliableMessaging');
-  /**
-   * Bounds the deliveries in the pipeline at once; a finished one's slot goes to the longest waiting.
-   *
-   * NOTE: p-limit spends 1.0 to 1.5 µs more CPU per delivery than the semaphore it replaced (4 rounds under an
-   * active AsyncLocalStorage, same run), 2% to 3% of a delivery's 50 to 60 µs: within the 10% a well-kept library
-   * may cost here. Its queue is also O(1) where the semaphore's `Array.shift()` was not.
-   */
-  private readonly slots: LimitFunction;
+  /** Bounds the deliveries in the pipeline at once; a finished one's slot goes to the longest waiting. */
+  private readonly slots: ConcurrencySlots;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly deliveries = new Set<InboundDelivery>();
   /**
@@ -89,7 +83,7 @@ export class ConsumerRunner {
      */
     private readonly appStopping: AbortSignal = new AbortController().signal,
   ) {
-    this.slots = pLimit(definition.concurrency);
+    this.slots = new ConcurrencySlots(definition.concurrency);
     this.ordered = isOrdered(definition);
     this.holdLimitMs =
       consumerTimeoutMs === undefined ? Number.POSITIVE_INFINITY : maxDeadlineMs(consumerTimeoutMs);
@@ -244,21 +238,23 @@ export class ConsumerRunner {
       this.inFlight.delete(task);
       this.deliveries.delete(delivery);
     };
-    const task: Promise<void> = this.slots(() =>
-      this.ordered
-        ? this.runOrdered(channel, delivery)
-        : // A delivery released while it waited for a slot (its channel closed) is the broker's again.
-          delivery.isSettled
-          ? Promise.resolve()
-          : this.handler(delivery),
-    ).then(finished, (error: unknown) => {
-      try {
-        this.logger.error(`${this.definition.name}: pipeline failed: ${errorMessage(error)}`);
-        delivery.giveBack();
-      } finally {
-        finished();
-      }
-    });
+    const task: Promise<void> = this.slots
+      .run(() =>
+        this.ordered
+          ? this.runOrdered(channel, delivery)
+          : // A delivery released while it waited for a slot (its channel closed) is the broker's again.
+            delivery.isSettled
+            ? Promise.resolve()
+            : this.handler(delivery),
+      )
+      .then(finished, (error: unknown) => {
+        try {
+          this.logger.error(`${this.definition.name}: pipeline failed: ${errorMessage(error)}`);
+          delivery.giveBack();
+        } finally {
+          finished();
+        }
+      });
     this.inFlight.add(task);
     this.deliveries.add(delivery);
   }

@@ -47,28 +47,29 @@ export function deadlineStage(
       }
     });
   };
-  return (next) => (delivery) => {
-    const deadline = new HandlerDeadline(
-      consumer.name,
-      settings.deadlineMs,
-      delivery.receivedAt + settings.limitMs,
-      () => delivery.abort,
-    );
-    delivery.deadline = deadline;
-    let work: Promise<void>;
-    try {
-      work = next(delivery);
-    } catch (error) {
-      deadline.clear();
-      return Promise.reject(error);
-    }
-    // NOTE: one promise settled by whichever comes first, the work or the shared sweeper firing the deadline,
-    // rather than a timer and a promise per delivery raced against the work.
-    return new Promise<void>((resolve, reject) => {
-      deadline.onExpire = (error) => {
-        trackOverdue(delivery, work);
+  // NOTE: one promise settled by whichever comes first, the work or the shared sweeper firing the deadline,
+  // rather than a timer and a promise per delivery raced against the work.
+  return (next) => (delivery) =>
+    new Promise<void>((resolve, reject) => {
+      let work: Promise<void> | undefined;
+      const deadline = new HandlerDeadline(
+        consumer.name,
+        settings.deadlineMs,
+        delivery.receivedAt + settings.limitMs,
+        () => delivery.abort,
+        (error) => {
+          if (work) trackOverdue(delivery, work);
+          reject(error);
+        },
+      );
+      delivery.deadline = deadline;
+      try {
+        work = next(delivery);
+      } catch (error) {
+        deadline.clear();
         reject(error);
-      };
+        return;
+      }
       work.then(
         () => {
           deadline.clear();
@@ -80,5 +81,4 @@ export function deadlineStage(
         },
       );
     });
-  };
 }

@@ -1,6 +1,11 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
 import { isObservable, lastValueFrom } from 'rxjs';
-import { EXCEPTION_FILTERS_METADATA } from '@nestjs/common/constants.js';
+import {
+  EXCEPTION_FILTERS_METADATA,
+  GUARDS_METADATA,
+  INTERCEPTORS_METADATA,
+} from '@nestjs/common/constants.js';
+import type { ApplicationConfig } from '@nestjs/core';
 import type { ExternalContextCreator } from '@nestjs/core';
 import type { ParamsFactory } from '@nestjs/core/helpers/external-context-creator.js';
 import { FORBIDDEN_MESSAGE } from '@nestjs/core/guards/constants.js';
@@ -72,6 +77,9 @@ export function createNestHandler(
   const filters =
     Reflect.getMetadata(EXCEPTION_FILTERS_METADATA, method) !== undefined ||
     Reflect.getMetadata(EXCEPTION_FILTERS_METADATA, instance.constructor) !== undefined;
+  if (!filters && !hasNestEnhancers(contextCreator, instance, plan.methodName, method)) {
+    return callDirectly(instance, entered);
+  }
   const handler: NestHandler = withModule(contextCreator, plan.moduleKey).create(
     instance,
     entered,
@@ -85,6 +93,57 @@ export function createNestHandler(
     plan.contextType,
   );
   return filters ? settleFilterOutcome(handler, storage) : handler;
+}
+
+/**
+ * Whether Nest has anything to run around the method: parameter decorators (and so pipes), or guards or
+ * interceptors on the method, its class or the whole app (`useGlobal*()`, `APP_GUARD`, `APP_INTERCEPTOR`).
+ * Without any, Nest's wrapper would only call the method, at the price of five promises per message.
+ *
+ * NOTE: the app-wide ones are read from the ApplicationConfig Nest gives its own context creator; should it be
+ * out of reach, the answer is yes, and Nest's wrapper runs.
+ */
+function hasNestEnhancers(
+  contextCreator: ExternalContextCreator,
+  instance: Record<string, Method>,
+  methodName: string,
+  method: Method,
+): boolean {
+  const params = Reflect.getMetadata(PARAM_ARGS_METADATA, instance.constructor, methodName) as
+    object | undefined;
+  if (params !== undefined && Object.keys(params).length > 0) return true;
+  for (const key of [GUARDS_METADATA, INTERCEPTORS_METADATA]) {
+    const local = [
+      Reflect.getMetadata(key, method),
+      Reflect.getMetadata(key, instance.constructor),
+    ] as unknown[];
+    if (local.some((list) => Array.isArray(list) && list.length > 0)) return true;
+  }
+  const config = (contextCreator as unknown as { container?: { applicationConfig?: ApplicationConfig } })
+    .container?.applicationConfig;
+  if (!config) return true;
+  return (
+    config.getGlobalGuards().length > 0 ||
+    config.getGlobalRequestGuards().length > 0 ||
+    config.getGlobalInterceptors().length > 0 ||
+    config.getGlobalRequestInterceptors().length > 0
+  );
+}
+
+/**
+ * The method called as Nest's wrapper calls it when it has nothing to run around it: with `(payload, context)`,
+ * a synchronous throw turned into a rejection, and an Observable it returns awaited to its last value.
+ */
+function callDirectly(instance: object, entered: Method): NestHandler {
+  return (...args: unknown[]) => {
+    try {
+      const result = entered.apply(instance, args);
+      if (result instanceof Promise) return result;
+      return isObservable(result) ? lastValueFrom(result) : Promise.resolve(result);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { plainToInstance } from 'class-transformer';
+import { defaultMetadataStorage } from 'class-transformer/cjs/storage.js';
 import { validate, type ValidationError, type ValidatorOptions } from 'class-validator';
 import { InvalidMessageError } from '../errors/invalid-message.error';
 import { ValidationPlan } from './validation-plan';
@@ -21,13 +22,71 @@ const VALIDATOR_OPTIONS: ValidatorOptions = {
  */
 export function payloadValidator(messageClass: new () => object): PayloadValidator {
   const plan = ValidationPlan.of(messageClass);
+  const toInstance = hasTransformMetadata(messageClass)
+    ? (body: object) => plainToInstance(messageClass, body)
+    : jsonAssigner(messageClass);
   return (body) => {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new InvalidMessageError('validation-failed', 'body must be a JSON object');
     }
-    const instance = plainToInstance(messageClass, body);
+    const instance = toInstance(body);
     if (plan?.passes(instance)) return instance;
     return validate(instance, VALIDATOR_OPTIONS).then((errors) => checked(instance, errors));
+  };
+}
+
+/** The parts of class-transformer's metadata storage that tell whether a class has any of its decorators. */
+interface TransformMetadataMaps {
+  _typeMetadatas: Map<unknown, unknown>;
+  _transformMetadatas: Map<unknown, unknown>;
+  _exposeMetadatas: Map<unknown, unknown>;
+  _excludeMetadatas: Map<unknown, unknown>;
+}
+
+/**
+ * Whether `messageClass` or a class it extends carries a class-transformer decorator (`@Type`, `@Transform`,
+ * `@Expose`, `@Exclude`). Without one, `plainToInstance` of a parsed JSON object is the copy `jsonAssigner` makes.
+ *
+ * NOTE: class-transformer 0.5 keeps its metadata in four maps keyed by class and offers no public question
+ * "does this class have any"; should their names change, every class counts as having some (the library path).
+ */
+function hasTransformMetadata(messageClass: new () => object): boolean {
+  const maps = defaultMetadataStorage as unknown as Partial<TransformMetadataMaps>;
+  const all = [maps._typeMetadatas, maps._transformMetadatas, maps._exposeMetadatas, maps._excludeMetadatas];
+  if (all.some((map) => !(map instanceof Map))) return true;
+  for (let target: unknown = messageClass; typeof target === 'function' && target !== Function.prototype;) {
+    if (all.some((map) => map!.has(target))) return true;
+    target = Object.getPrototypeOf(target);
+  }
+  return false;
+}
+
+/**
+ * What `plainToInstance` makes of a parsed JSON object for a class without class-transformer decorators, at a
+ * fraction of its cost (it reads its metadata for every property of every message): the class's instance with
+ * each property of the body set on it, except a method and a property its prototypes define without a setter (a
+ * getter), which class-transformer skips too. Where class-transformer would throw, on a getter a class inherits,
+ * this skips as well: a body naming it is the sender's mistake, not a reason to retry. Nested values are the
+ * parse's own, fresh for every message.
+ */
+function jsonAssigner(messageClass: new () => object): (body: object) => object {
+  const readOnly = new Set<string>();
+  for (
+    let prototype = messageClass.prototype as object | null;
+    prototype && prototype !== Object.prototype;
+  ) {
+    for (const [key, descriptor] of Object.entries(Object.getOwnPropertyDescriptors(prototype))) {
+      if (!descriptor.set && !readOnly.has(key)) readOnly.add(key);
+    }
+    prototype = Object.getPrototypeOf(prototype) as object | null;
+  }
+  return (body) => {
+    const instance = new messageClass() as Record<string, unknown>;
+    for (const key of Object.keys(body)) {
+      if (readOnly.has(key) || typeof instance[key] === 'function') continue;
+      instance[key] = (body as Record<string, unknown>)[key];
+    }
+    return instance;
   };
 }
 
