@@ -168,7 +168,7 @@ async function compareOn(queueType: QueueType): Promise<PeerLine[]> {
         PEERS_MESSAGES: String(MESSAGES),
       };
       for (let round = 0; round < ROUNDS; round++) {
-        // Each round starts one contender further on, so none always runs first (or right after another).
+        // Each round starts one contender further on, so that none always runs first.
         const order = CONTENDERS.map((_, n) => CONTENDERS[(n + round) % CONTENDERS.length]);
         for (const contender of order) {
           const queue = queues.get(contender)!;
@@ -197,7 +197,7 @@ async function compareOn(queueType: QueueType): Promise<PeerLine[]> {
  * The contenders' median msgs/s, their ratio to raw amqplib's in the same scenario and run, and their median CPU
  * time per message (their own process's), as a Markdown table; then the module's targets and whether they are met.
  */
-export function formatPeersTable(lines: PeerLine[]): string {
+function formatPeersTable(lines: PeerLine[]): string {
   const rawRate = (line: PeerLine): number =>
     medianRate(lines.find((l) => sameScenario(l, line) && l.contender === RAW)?.runs ?? []);
   const table = [
