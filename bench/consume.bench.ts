@@ -9,9 +9,9 @@ import {
   AMQP_URL,
   deleteByPrefix,
   MESSAGES,
+  Progress,
   rawConnection,
   ROUNDS,
-  startRun,
   uniquePrefix,
   type Comparison,
   type Measurement,
@@ -20,47 +20,6 @@ import {
 
 /** Unacknowledged deliveries in flight, for both consumers; the module's consumer runs as many handlers at once. */
 const PREFETCH = Number(process.env.BENCH_PREFETCH ?? 20);
-
-/**
- * Counts deliveries; the run is timed from the first delivery to the last one finished. `finished` rejects
- * when the run fails.
- */
-export class Progress {
-  count = 0;
-  result?: Measurement;
-  readonly finished: Promise<void>;
-  private done!: () => void;
-  private failed!: (error: unknown) => void;
-  private end?: () => Measurement;
-
-  constructor(private readonly expected: number) {
-    this.finished = new Promise((resolve, reject) => {
-      this.done = resolve;
-      this.failed = reject;
-    });
-  }
-
-  started(): void {
-    this.end ??= startRun(this.expected);
-  }
-
-  completed(): void {
-    if (++this.count === this.expected) {
-      this.result = this.end?.();
-      this.done();
-    }
-  }
-
-  /** Ends the run with `error`, which `finished` rejects with. */
-  fail(error: unknown): void {
-    this.failed(error);
-  }
-
-  measurement(): Measurement {
-    if (!this.result) throw new Error('the run has not finished');
-    return this.result;
-  }
-}
 
 /** The module's side: an app whose one consumer does no work of its own, so what is measured is the module. */
 function consumerApp(

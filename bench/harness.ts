@@ -33,6 +33,47 @@ export function startRun(messages: number): () => Measurement {
   };
 }
 
+/**
+ * Counts deliveries; the run is timed from the first delivery to the last one finished. `finished` rejects
+ * when the run fails.
+ */
+export class Progress {
+  count = 0;
+  result?: Measurement;
+  readonly finished: Promise<void>;
+  private done!: () => void;
+  private failed!: (error: unknown) => void;
+  private end?: () => Measurement;
+
+  constructor(private readonly expected: number) {
+    this.finished = new Promise((resolve, reject) => {
+      this.done = resolve;
+      this.failed = reject;
+    });
+  }
+
+  started(): void {
+    this.end ??= startRun(this.expected);
+  }
+
+  completed(): void {
+    if (++this.count === this.expected) {
+      this.result = this.end?.();
+      this.done();
+    }
+  }
+
+  /** Ends the run with `error`, which `finished` rejects with. */
+  fail(error: unknown): void {
+    this.failed(error);
+  }
+
+  measurement(): Measurement {
+    if (!this.result) throw new Error('the run has not finished');
+    return this.result;
+  }
+}
+
 /** The median CPU time per message of several runs, in microseconds. */
 export function medianCpuPerMessage(measurements: Measurement[]): number {
   const values = measurements.map((m) => m.cpuMicros / m.messages).sort((a, b) => a - b);
@@ -67,10 +108,12 @@ export interface LatencyComparison {
   targets: { p50Ms: number; p99Ms: number };
 }
 
-/** What a suite measured: throughput comparisons, and latency comparisons when it has any. */
+/** What a suite measured: throughput comparisons, latency comparisons, and tables of its own when it has any. */
 export interface SuiteResults {
   comparisons: Comparison[];
   latencies: LatencyComparison[];
+  /** Markdown tables (with any lines under them) that fit neither shape, printed as they are. Default: none. */
+  tables?: string[];
 }
 
 /** A benchmark suite: it sets up, measures its comparisons, and cleans up after itself. */
@@ -108,9 +151,13 @@ export async function alternate(
   return result;
 }
 
-/** A name prefix unique to this run, so benchmarks never touch other queues and exchanges. */
+/**
+ * A name prefix unique to this run, so benchmarks never touch other queues and exchanges: `BENCH_NAME_PREFIX`
+ * (default `rm-bench-`), the suite's name and a random part. A test running a suite sets `rm-e2e-…`, which the
+ * test sweep deletes should the suite be killed before it cleans up.
+ */
 export function uniquePrefix(suite: string): string {
-  return `rm-bench-${suite}-${randomBytes(3).toString('hex')}`;
+  return `${process.env.BENCH_NAME_PREFIX ?? 'rm-bench-'}${suite}-${randomBytes(3).toString('hex')}`;
 }
 
 /** Opens a raw amqplib connection whose 'error' events are logged, not thrown. */

@@ -4,12 +4,13 @@ import type { DataSource } from 'typeorm';
 import { Consume, ReliableMessagingModule, type MessageContext } from '@app/reliable-messaging';
 import { BenchOrderPlaced } from './bench-message';
 import { createBenchDatabase } from './bench-database';
-import { prepublish, Progress } from './consume.bench';
+import { prepublish } from './consume.bench';
 import {
   alternate,
   AMQP_URL,
   deleteByPrefix,
   MESSAGES,
+  Progress,
   rawConnection,
   ROUNDS,
   uniquePrefix,
