@@ -71,6 +71,8 @@ export interface LatencyComparison {
 export interface SuiteResults {
   comparisons: Comparison[];
   latencies: LatencyComparison[];
+  /** Tables of the suite's own shape (Markdown), printed after its comparisons. Default: none. */
+  tables?: string[];
 }
 
 /** A benchmark suite: it sets up, measures its comparisons, and cleans up after itself. */

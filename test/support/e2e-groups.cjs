@@ -28,4 +28,5 @@ module.exports.ALONE = [
   // Load of their own.
   'test/ordering-by-key.e2e-spec.ts',
   'test/outbox-relay-concurrency.e2e-spec.ts',
+  'test/bench-orders.e2e-spec.ts',
 ];
