@@ -48,11 +48,33 @@ export async function createBenchDatabase(setupSql: readonly string[] = []): Pro
   };
 }
 
-async function asAdmin(sql: string): Promise<void> {
+/** An empty database of the benchmark's own, for an app that applies its own migrations. */
+export interface EmptyBenchDatabase {
+  readonly name: string;
+  readonly url: string;
+  /** Drops the database, closing any connection still open to it. */
+  drop(): Promise<void>;
+}
+
+/** Creates an empty database `rm_bench_<hex>` on the server of DATABASE_URL. */
+export async function createEmptyBenchDatabase(): Promise<EmptyBenchDatabase> {
+  const name = `rm_bench_${randomBytes(5).toString('hex')}`;
+  await asAdmin(`CREATE DATABASE "${name}"`);
+  return {
+    name,
+    url: withDatabase(name),
+    async drop() {
+      await asAdmin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    },
+  };
+}
+
+/** Runs `sql` on the server's `postgres` database and resolves with its rows. */
+export async function asAdmin(sql: string, values: unknown[] = []): Promise<Record<string, unknown>[]> {
   const client = new Client({ connectionString: withDatabase('postgres') });
   await client.connect();
   try {
-    await client.query(sql);
+    return (await client.query(sql, values)).rows as Record<string, unknown>[];
   } finally {
     await client.end();
   }

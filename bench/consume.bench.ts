@@ -21,16 +21,20 @@ import {
 /** Unacknowledged deliveries in flight, for both consumers; the module's consumer runs as many handlers at once. */
 const PREFETCH = Number(process.env.BENCH_PREFETCH ?? 20);
 
-/** The module's side: an app whose one consumer does no work of its own, so what is measured is the module. */
-function consumerApp(
+/**
+ * The module's side: an app whose one consumer does no work of its own, so what is measured is the module. It
+ * runs `prefetch` handlers at once.
+ */
+export function consumerApp(
   exchange: string,
   queue: string,
   queueType: QueueType,
   progress: { current?: Progress },
+  prefetch = PREFETCH,
 ): DynamicModule {
   @Injectable()
   class BenchConsumer {
-    @Consume({ queue, queueType, concurrency: PREFETCH, prefetch: PREFETCH })
+    @Consume({ queue, queueType, concurrency: prefetch, prefetch })
     async onOrderPlaced(_event: BenchOrderPlaced): Promise<void> {
       progress.current?.started();
       progress.current?.completed();

@@ -14,9 +14,20 @@ import { outboxSuite } from './outbox.bench';
 import { inboxSuite } from './inbox.bench';
 import { lanesSuite } from './lanes.bench';
 import { peersSuite } from './peers.bench';
+import { memorySuite } from './memory.bench';
+import { ordersSuite } from './orders.bench';
 
 /** Every suite, run one after the other; add a new suite here. `BENCH_SUITES=consume,publish` picks some. */
-const SUITES: Suite[] = [consumeSuite, publishSuite, outboxSuite, inboxSuite, lanesSuite, peersSuite];
+const SUITES: Suite[] = [
+  consumeSuite,
+  publishSuite,
+  outboxSuite,
+  inboxSuite,
+  lanesSuite,
+  peersSuite,
+  ordersSuite,
+  memorySuite,
+];
 
 async function main(): Promise<void> {
   const selected = process.env.BENCH_SUITES?.split(',').map((name) => name.trim());

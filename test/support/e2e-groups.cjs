@@ -29,4 +29,5 @@ module.exports.ALONE = [
   'test/ordering-by-key.e2e-spec.ts',
   'test/outbox-relay-concurrency.e2e-spec.ts',
   'test/bench-peers.e2e-spec.ts',
+  'test/bench-orders.e2e-spec.ts',
 ];

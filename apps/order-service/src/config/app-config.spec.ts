@@ -54,11 +54,15 @@ describe('loadAppConfig', () => {
     });
   });
 
+  it('reads RECEIPT_RATE_LIMIT=0 as no limit on receipt calls', () => {
+    expect(loadAppConfig({ RECEIPT_RATE_LIMIT: '0' }).receipt.ratePerSecond).toBe(0);
+  });
+
   it.each([
     ['PORT', 'http', "PORT must be an integer from 0 to 65535; got 'http'"],
     ['PORT', '70000', "PORT must be an integer from 0 to 65535; got '70000'"],
     ['RECEIPT_FAILURE_RATE', '5%', "RECEIPT_FAILURE_RATE must be a number from 0 to 1; got '5%'"],
-    ['RECEIPT_RATE_LIMIT', '0', "RECEIPT_RATE_LIMIT must be an integer from 1 to 100000; got '0'"],
+    ['RECEIPT_RATE_LIMIT', '-1', "RECEIPT_RATE_LIMIT must be an integer from 0 to 100000; got '-1'"],
     ['RETRY_MAX_ATTEMPTS', '0', "RETRY_MAX_ATTEMPTS must be an integer from 1 to 100; got '0'"],
     ['SHUTDOWN_TIMEOUT_MS', '0', "SHUTDOWN_TIMEOUT_MS must be an integer from 1 to 3600000; got '0'"],
     ['HANDLER_DEADLINE_MS', '10', "HANDLER_DEADLINE_MS must be an integer from 100 to 3600000; got '10'"],

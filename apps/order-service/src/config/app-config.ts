@@ -38,7 +38,7 @@ export interface AppConfig {
     failureRate: number;
     /**
      * `RECEIPT_RATE_LIMIT`: receipt calls a second at most, the receipt service's quota (the receipt consumer's
-     * rate limit, read once when the consumer loads). Default: 50.
+     * rate limit, read once when the consumer loads); 0 sets no limit. Default: 50.
      */
     ratePerSecond: number;
   };
@@ -210,10 +210,13 @@ export function readAdminToken(env: NodeJS.ProcessEnv): { adminToken?: string } 
   return { adminToken: token };
 }
 
-/** `RECEIPT_RATE_LIMIT`, checked; for the receipt consumer's `@Consume()` options, fixed when its class loads. */
+/**
+ * `RECEIPT_RATE_LIMIT`, checked; for the receipt consumer's `@Consume()` options, fixed when its class loads. 0
+ * means no limit (a receipt service without a quota, or a benchmark measuring the flow rather than the quota).
+ */
 export function readReceiptRateLimit(env: NodeJS.ProcessEnv): number {
   return readNumber(env, 'RECEIPT_RATE_LIMIT', DEFAULT_RECEIPT_RATE_LIMIT, {
-    min: 1,
+    min: 0,
     max: 100_000,
     integer: true,
   });

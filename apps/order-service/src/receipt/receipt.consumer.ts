@@ -15,7 +15,10 @@ import { ReceiptClient } from './receipt-client';
  * fails), the redelivered message calls again and the service answers with the receipt it already sent.
  * A transient failure of the service (ReceiptServiceUnavailableError) is thrown on, to be retried.
  */
-/** The receipt service's quota; read here, once, since `@Consume()` options are fixed when this class loads. */
+/**
+ * The receipt service's quota, 0 for none; read here, once, since `@Consume()` options are fixed when this class
+ * loads.
+ */
 const RECEIPTS_PER_SECOND = readReceiptRateLimit(process.env);
 
 @Injectable()
@@ -26,7 +29,7 @@ export class ReceiptConsumer {
     queue: QUEUES.receipt,
     concurrency: 10,
     prefetch: 10,
-    rateLimit: { limit: RECEIPTS_PER_SECOND, periodMs: 1000 },
+    rateLimit: RECEIPTS_PER_SECOND > 0 ? { limit: RECEIPTS_PER_SECOND, periodMs: 1000 } : undefined,
   })
   async onOrderPaid(event: OrderPaid, ctx: MessageContext): Promise<void> {
     const orders = handlerTransaction(ctx).getRepository(Order);
