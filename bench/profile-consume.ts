@@ -5,8 +5,8 @@ import { NestFactory } from '@nestjs/core';
 import { Consume, ReliableMessagingModule, type QueueType } from '@app/reliable-messaging';
 import { ConsumerRegistry } from '@app/reliable-messaging/operations';
 import { BenchOrderPlaced } from './bench-message';
-import { prepublish, Progress } from './consume.bench';
-import { AMQP_URL, deleteByPrefix, MESSAGES, rawConnection, uniquePrefix } from './harness';
+import { prepublish } from './consume.bench';
+import { AMQP_URL, deleteByPrefix, MESSAGES, Progress, rawConnection, uniquePrefix } from './harness';
 
 /**
  * Profiles the module's consumer alone: the messages are published before the profiler starts, so the CPU
