@@ -27,6 +27,25 @@ export interface PublishMode {
 
 const DURABLE: PublishMode = { persistent: true, mandatory: true };
 
+/**
+ * Lets a caller send several messages in order on one channel without waiting for each confirm: it starts the
+ * next publish once the previous one was written.
+ */
+export interface InOrder {
+  /** The channel the sequence went out on so far: on another one the publish fails unsent (ChannelChangedError). */
+  channel?: ConfirmChannel;
+  /** Called once the message is written to `channel`, before its confirm. */
+  written(channel: ConfirmChannel): void;
+}
+
+/**
+ * The publisher channel was replaced in the middle of an ordered sequence: the message was not sent, since the
+ * broker keeps the order of publishes only within one channel.
+ */
+export class ChannelChangedError extends PublishError {
+  override readonly name = 'ChannelChangedError';
+}
+
 interface Pending {
   messageId: string;
   returned?: string;
@@ -85,11 +104,11 @@ export class ConfirmPublisher {
    * go to a direct reply-to name: persistence means nothing there, and RabbitMQ returns a `mandatory` one as
    * unroutable even when it delivers it (seen on 3.10).
    */
-  async publish(message: OutboundMessage, mode: PublishMode = DURABLE): Promise<void> {
+  async publish(message: OutboundMessage, mode: PublishMode = DURABLE, inOrder?: InOrder): Promise<void> {
     const started = performance.now();
     let outcome = 'confirmed';
     try {
-      await traceSend(message, () => this.send(message, mode));
+      await traceSend(message, () => this.send(message, mode, inOrder));
     } catch (error) {
       outcome = error instanceof Error ? error.name : 'Error';
       throw error;
@@ -101,10 +120,15 @@ export class ConfirmPublisher {
     }
   }
 
-  private async send(message: OutboundMessage, mode: PublishMode): Promise<void> {
+  private async send(message: OutboundMessage, mode: PublishMode, inOrder?: InOrder): Promise<void> {
     await this.whileBlocked(message.properties.messageId);
     const channel = await this.ready();
     await this.drained;
+    if (inOrder?.channel !== undefined && inOrder.channel !== channel) {
+      throw new ChannelChangedError(
+        `message ${message.properties.messageId} not sent: the publisher channel changed during its ordered sequence`,
+      );
+    }
     const pending: Pending = { messageId: message.properties.messageId };
     this.track(pending);
     try {
@@ -147,6 +171,7 @@ export class ConfirmPublisher {
           reject(new PublishError(`publish of message ${pending.messageId} failed: ${errorMessage(error)}`));
           return;
         }
+        inOrder?.written(channel);
         if (!writable) {
           this.drained = new Promise<void>((resume) => {
             const done = (): void => {

@@ -3,12 +3,13 @@ import type { DataSource } from 'typeorm';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import type { ChannelModel } from 'amqplib';
-import { ConfirmPublisher } from '../amqp/confirm-publisher';
+import { ChannelChangedError, ConfirmPublisher, type InOrder } from '../amqp/confirm-publisher';
 import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { PublisherConnection } from '../amqp/publisher-connection.service';
 import { UnroutableMessageError } from '../errors/publish.error';
 import { fullJitterDelay, sleep } from '../util/backoff';
 import { errorMessage } from '../util/error-text';
+import type { OutboundMessage } from '../envelope/envelope';
 import { OutboxListener } from './outbox-listener';
 import { OutboxStore, type ClaimedRow, type RelayOutcome } from './outbox-store.service';
 
@@ -16,6 +17,8 @@ import { OutboxStore, type ClaimedRow, type RelayOutcome } from './outbox-store.
 const FAILURE_BASE_MS = 200;
 const FAILURE_CAP_MS = 10_000;
 const MAX_ERROR_LENGTH = 1000;
+/** How long a destination that refused a message gets each ordering key's rows one at a time. */
+const STRICT_AFTER_REFUSAL_MS = 60_000;
 
 /** Running totals of one relay, for metrics. */
 export interface OutboxRelayStats {
@@ -49,6 +52,8 @@ export class OutboxRelay {
   /** Exchanges seen to exist, with the consumer connection that saw them: a new connection checks again. */
   private knownExchanges: { model?: ChannelModel; names: Set<string> } = { names: new Set() };
   private readonly idleWorkers = new Set<() => void>();
+  /** Destinations (exchange and routing key) that refused a message lately, until when their keys go one row at a time. */
+  private readonly refusedLately = new Map<string, number>();
   private listener?: OutboxListener;
   private loop?: Promise<void>;
   private pendingWake = false;
@@ -81,7 +86,10 @@ export class OutboxRelay {
     if (!dataSource || !this.enabled || this.loop || this.stopping.signal.aborted) return;
     this.listener = new OutboxListener(dataSource, () => this.wake(), this.logger);
     this.listener.start();
-    const workers = Array.from({ length: this.options.outbox.concurrency }, () => this.work(dataSource));
+    const { concurrency } = this.options.outbox;
+    const workers = Array.from({ length: concurrency }, (_, index) =>
+      this.work(dataSource, { index, of: concurrency }),
+    );
     this.loop = Promise.all(workers).then(() => undefined);
   }
 
@@ -106,9 +114,10 @@ export class OutboxRelay {
   /**
    * One of the relay's `outbox.concurrency` workers: round after round while there is work, idle otherwise. While
    * one worker waits for its confirms another can claim, so rows committed meanwhile need not wait for it. Their
-   * claims never overlap (SKIP LOCKED, and each ordering key's advisory lock).
+   * claims never overlap (SKIP LOCKED, and each ordering key's advisory lock); each takes the ordering keys of its
+   * `share` of them, so that one round's keys do not leave the others idle.
    */
-  private async work(dataSource: DataSource): Promise<void> {
+  private async work(dataSource: DataSource, share: { index: number; of: number }): Promise<void> {
     const { batchSize, pollIntervalMs } = this.options.outbox;
     for (let failures = 0; !this.stopping.signal.aborted;) {
       if (!this.confirms.isReady || this.publisherConnection.isBlocked) {
@@ -118,7 +127,7 @@ export class OutboxRelay {
       this.pendingWake = false;
       let round: { claimed: number; settled: number };
       try {
-        round = await this.relayBatch(dataSource, batchSize);
+        round = await this.relayBatch(dataSource, batchSize, share);
         failures = 0;
       } catch (error) {
         failures++;
@@ -143,11 +152,12 @@ export class OutboxRelay {
   private async relayBatch(
     dataSource: DataSource,
     limit: number,
+    share: { index: number; of: number },
   ): Promise<{ claimed: number; settled: number }> {
     const runner = dataSource.createQueryRunner();
     try {
       await this.store.begin(runner);
-      const claimed = await this.store.claim(runner, limit);
+      const claimed = await this.store.claim(runner, limit, share);
       if (claimed.length === 0) {
         await this.store.complete(runner, []);
         return { claimed: 0, settled: 0 };
@@ -169,10 +179,7 @@ export class OutboxRelay {
 
   /**
    * Publishes a claim and sorts out what became of each row. Rows without an ordering key go out all at once,
-   * pipelined on the confirm channel. A key's rows go one at a time, each after the previous one's confirm, so
-   * a refusal, a park or a lost confirm can never let a later message of the key overtake an earlier one: after
-   * a failure or a park the key's remaining rows are released untouched, and the claim holds them back until the failed
-   * row goes. Different keys proceed in parallel.
+   * pipelined on the confirm channel; each key's rows go in order (see publishInOrder), the keys in parallel.
    */
   private async publishAll(rows: readonly ClaimedRow[]): Promise<PublishResult[]> {
     const missing = new Set<string>();
@@ -194,24 +201,72 @@ export class OutboxRelay {
     return (await Promise.all(work)).flat();
   }
 
+  /**
+   * Publishes one ordering key's claimed rows in id order on one channel, which the broker keeps in order: each
+   * is written once the previous one is, up to `outbox.inFlightPerKey` awaiting their confirms. One at a time
+   * while a row of the key is being retried, or its destination refused a message in the last minute: a full
+   * queue with reject-publish may refuse one message and take the next once a consumer made room. Before a row
+   * for another exchange or routing key, which the broker may route differently, the confirms so far are
+   * awaited. The first row not confirmed
+   * (refused, unroutable, parked, its channel lost) stops the key: nothing more of it is sent, and the rows
+   * after it are released untouched, even those the broker confirmed meanwhile, so the next claim holds them
+   * back until that row goes and then sends them again after it. A row confirmed after an earlier one was
+   * refused is already in the queue ahead of it; that is logged.
+   */
   private async publishInOrder(
     chain: readonly ClaimedRow[],
     missing: ReadonlySet<string>,
   ): Promise<PublishResult[]> {
-    const results: PublishResult[] = [];
+    const window = chain.some((row) => row.attempts > 0 || this.isRefusing(row))
+      ? 1
+      : this.options.outbox.inFlightPerKey;
+    const sent: Array<Promise<PublishResult>> = [];
+    let settled = 0;
+    let stopped = false;
+    const order: InOrder = { written: () => undefined };
     for (const [index, row] of chain.entries()) {
-      const result = await this.publishOne(row, missing);
-      results.push(result);
-      // A parked row holds its key too: the rows after it wait until it is retried or discarded.
-      if (result.outcome !== 'published') {
-        for (const rest of chain.slice(index + 1)) results.push({ id: rest.id, outcome: 'released' });
-        break;
-      }
+      const previous = chain[index - 1]?.message;
+      const rerouted =
+        previous !== undefined &&
+        (previous.exchange !== row.message.exchange || previous.routingKey !== row.message.routingKey);
+      while (!stopped && sent.length - settled > (rerouted ? 0 : window - 1)) await sent[settled++];
+      if (stopped) break;
+      const written = new Promise<void>((resolve) => {
+        order.written = (channel) => {
+          order.channel = channel;
+          resolve();
+        };
+      });
+      const outcome = this.publishOne(row, missing, order);
+      void outcome.then((result) => {
+        if (result.outcome !== 'published') stopped = true;
+      });
+      sent.push(outcome);
+      await Promise.race([written, outcome]);
     }
-    return results;
+    const results = await Promise.all(sent);
+    const stop = results.findIndex((result) => result.outcome !== 'published');
+    if (stop < 0) return results;
+    const overtaking = results.slice(stop + 1).filter((result) => result.outcome === 'published');
+    if (overtaking.length > 0) {
+      this.logger.warn(
+        `outbox relay: ordering key '${chain[0].orderingKey}': outbox row ${results[stop].id} was not confirmed ` +
+          `(${results[stop].outcome}) but ${overtaking.length} later row(s) of its key were ` +
+          `(${overtaking.map((result) => result.id).join(', ')}), so consumers may get them first; ` +
+          'they are sent again after it',
+      );
+    }
+    return [
+      ...results.slice(0, stop + 1),
+      ...chain.slice(stop + 1).map((row): PublishResult => ({ id: row.id, outcome: 'released' })),
+    ];
   }
 
-  private async publishOne(row: ClaimedRow, missing: ReadonlySet<string>): Promise<PublishResult> {
+  private async publishOne(
+    row: ClaimedRow,
+    missing: ReadonlySet<string>,
+    order?: InOrder,
+  ): Promise<PublishResult> {
     const { message } = row;
     if (message.body.length > this.options.maxPayloadBytes) {
       return this.parked(
@@ -223,13 +278,16 @@ export class OutboxRelay {
       return this.parked(row, `exchange-not-found: exchange '${message.exchange}' does not exist`);
     }
     try {
-      await this.confirms.publish(message);
+      await this.confirms.publish(message, undefined, order);
       return { id: row.id, outcome: 'published' };
     } catch (error) {
       if (error instanceof UnroutableMessageError) return this.parked(row, `unroutable: ${error.message}`);
-      // The channel or connection went away: the row was not refused, so it goes again once reconnected,
-      // without counting as a failed attempt.
-      if (!this.confirms.hasChannel) return { id: row.id, outcome: 'released' };
+      // The channel or connection went away, or was replaced within a key's sequence: the row was not refused,
+      // so it goes again, without counting as a failed attempt.
+      if (error instanceof ChannelChangedError || !this.confirms.hasChannel) {
+        return { id: row.id, outcome: 'released' };
+      }
+      this.refusedLately.set(destination(message), Date.now() + STRICT_AFTER_REFUSAL_MS);
       const { initialMs, maxMs } = this.options.outbox.retryDelay;
       return {
         id: row.id,
@@ -238,6 +296,16 @@ export class OutboxRelay {
         retryInMs: Math.max(1, fullJitterDelay(row.attempts + 1, initialMs, maxMs)),
       };
     }
+  }
+
+  /** Whether the row's destination refused a message lately (a full queue with reject-publish, say). */
+  private isRefusing(row: ClaimedRow): boolean {
+    const key = destination(row.message);
+    const until = this.refusedLately.get(key);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.refusedLately.delete(key);
+    return false;
   }
 
   private parked(row: ClaimedRow, reason: string): RelayOutcome {
@@ -296,4 +364,8 @@ export class OutboxRelay {
     resume?.();
     return resume !== undefined;
   }
+}
+
+function destination(message: OutboundMessage): string {
+  return `${message.exchange}\u0000${message.routingKey}`;
 }

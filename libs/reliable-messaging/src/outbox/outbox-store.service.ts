@@ -165,8 +165,11 @@ export class OutboxStore {
    * holds its key until it is retried or discarded); the walk is in id order,
    * so a key's rows come out in order. The keys waiting out a retry are found once per claim from the small
    * index of failed rows, not by a subquery per row. `heldBack` then re-checks keyed rows with a fresh snapshot.
+   * With `share`, only the keys whose hash falls in that share are tried (rows without a key all are): the rounds
+   * of one relay then split the keys between them and publish side by side, where each would otherwise take the
+   * locks of every key in its batch and leave the others nothing to claim.
    */
-  async claim(runner: QueryRunner, limit: number): Promise<ClaimedRow[]> {
+  async claim(runner: QueryRunner, limit: number, share = { index: 0, of: 1 }): Promise<ClaimedRow[]> {
     const rows = (await runner.query(
       // One branch per status, so that each reads its own small partial index (retrying, parked): an OR of the
       // two could only be served by a bitmap scan, which `begin` turns off, and would scan the whole table.
@@ -178,10 +181,11 @@ export class OutboxStore {
         `SELECT o."id", o."exchange", o."routing_key", o."properties", o."body", o."ordering_key", o."attempts" ` +
         `FROM "rm_outbox" o ` +
         `WHERE o."status" = 'pending' AND o."available_at" <= now() AND (o."ordering_key" IS NULL OR CASE ` +
+        `WHEN (hashtext(o."ordering_key") & 2147483647) % $2 <> $3 THEN false ` +
         `WHEN EXISTS (SELECT 1 FROM retrying r WHERE r."ordering_key" = o."ordering_key" AND r.first_id < o."id") THEN false ` +
         `ELSE pg_try_advisory_xact_lock(${ORDERING_LOCK_NAMESPACE}, hashtext(o."ordering_key")) END) ` +
         `ORDER BY o."id" LIMIT $1 FOR UPDATE OF o SKIP LOCKED`,
-      [limit],
+      [limit, share.of, share.index],
     )) as StoredRow[];
     return rows.map((row) => ({
       id: String(row.id),

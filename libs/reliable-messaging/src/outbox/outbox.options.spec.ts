@@ -8,6 +8,7 @@ describe('resolveOutboxOptions', () => {
       relay: true,
       batchSize: 200,
       concurrency: 2,
+      inFlightPerKey: 1000,
       pollIntervalMs: 1000,
       retentionMs: 3_600_000,
       pruneIntervalMs: 60_000,
@@ -33,6 +34,11 @@ describe('resolveOutboxOptions', () => {
 
   it.each<[string, OutboxOptions | string, RegExp]>([
     ['a batch of none', { batchSize: 0 }, /'outbox.batchSize' must be an integer from 1 to 1000, got 0/],
+    [
+      'no row of a key in flight',
+      { inFlightPerKey: 0 },
+      /'outbox.inFlightPerKey' must be an integer from 1 to 1000, got 0/,
+    ],
     [
       'a batch above the advisory-lock bound',
       { batchSize: 5000 },

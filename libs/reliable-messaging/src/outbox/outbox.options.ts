@@ -9,6 +9,14 @@ export interface OutboxOptions {
   batchSize?: number;
   /** Rounds one relay runs at once, each on a pooled connection of its own, from 1 to 8. Default: 2. */
   concurrency?: number;
+  /**
+   * Rows of one ordering key the relay has awaiting their confirms at once, from 1 to 1000. Above 1 a key's rows of
+   * a claim go out back to back on one channel, which the broker keeps in order; a refused one stops its key (see
+   * docs/outbox-and-inbox.md). 1 sends each only after the previous one's confirm: slower, but a queue that
+   * refuses one message (a full queue with reject-publish) and takes the next can then never reorder a key.
+   * Default: 1000 (every row of the key in the claim).
+   */
+  inFlightPerKey?: number;
   /** How often the relay looks for rows when no commit notification woke it: the fallback. Default: 1000 ms. */
   pollIntervalMs?: number;
   /** How long published rows are kept before they are deleted; 0 deletes them at the next prune. Default: 3600000 ms (1 h). */
@@ -24,6 +32,7 @@ export interface ResolvedOutboxOptions {
   relay: boolean;
   batchSize: number;
   concurrency: number;
+  inFlightPerKey: number;
   pollIntervalMs: number;
   retentionMs: number;
   pruneIntervalMs: number;
@@ -32,6 +41,7 @@ export interface ResolvedOutboxOptions {
 
 export const DEFAULT_OUTBOX_BATCH_SIZE = 200;
 export const DEFAULT_OUTBOX_CONCURRENCY = 2;
+export const DEFAULT_OUTBOX_IN_FLIGHT_PER_KEY = 1000;
 export const DEFAULT_OUTBOX_POLL_INTERVAL_MS = 1000;
 export const DEFAULT_OUTBOX_RETENTION_MS = 60 * 60 * 1000;
 export const DEFAULT_OUTBOX_PRUNE_INTERVAL_MS = 60_000;
@@ -51,6 +61,7 @@ export function resolveOutboxOptions(options: OutboxOptions | undefined): Resolv
     relay: own.relay ?? true,
     batchSize: own.batchSize ?? DEFAULT_OUTBOX_BATCH_SIZE,
     concurrency: own.concurrency ?? DEFAULT_OUTBOX_CONCURRENCY,
+    inFlightPerKey: own.inFlightPerKey ?? DEFAULT_OUTBOX_IN_FLIGHT_PER_KEY,
     pollIntervalMs: own.pollIntervalMs ?? DEFAULT_OUTBOX_POLL_INTERVAL_MS,
     retentionMs: own.retentionMs ?? DEFAULT_OUTBOX_RETENTION_MS,
     pruneIntervalMs: own.pruneIntervalMs ?? DEFAULT_OUTBOX_PRUNE_INTERVAL_MS,
@@ -66,6 +77,7 @@ export function resolveOutboxOptions(options: OutboxOptions | undefined): Resolv
   }
   assertInteger('outbox.batchSize', resolved.batchSize, 1, 1000);
   assertInteger('outbox.concurrency', resolved.concurrency, 1, 8);
+  assertInteger('outbox.inFlightPerKey', resolved.inFlightPerKey, 1, 1000);
   assertInteger('outbox.pollIntervalMs', resolved.pollIntervalMs, 10, 3_600_000);
   assertInteger('outbox.retentionMs', resolved.retentionMs, 0, 365 * 24 * 3_600_000);
   assertInteger('outbox.pruneIntervalMs', resolved.pruneIntervalMs, 1000, 24 * 3_600_000);
