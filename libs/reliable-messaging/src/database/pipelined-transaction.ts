@@ -74,10 +74,10 @@ type RunnerState = { transactionDepth: number; isTransactionActive: boolean };
 
 /**
  * Runs `work` in a new transaction on `dataSource` that begins with `first`, sent with BEGIN in one round trip;
- * `work` gets the transaction's EntityManager and the number of rows `first` affected. Commits when `work` resolves, rolls back when it
- * or the commit fails, and releases the connection either way.
+ * `work` gets the transaction's EntityManager and the number of rows `first` affected. Commits when `work`
+ * resolves, rolls back when it or the commit fails, and releases the connection either way.
  *
- * This is what `dataSource.transaction()` does, with two round trips fewer per transaction and without TypeORM's
+ * This is what `dataSource.transaction()` does, with one round trip fewer per transaction and without TypeORM's
  * per-query bookkeeping (BEGIN and COMMIT go to the driver's client): the query runner, its manager, its
  * transaction state (nested `manager.transaction()` calls become savepoints) and the DataSource's transaction
  * events (`afterTransactionCommit`, …, which the outbox's commit signal listens to) stay as TypeORM's own.
