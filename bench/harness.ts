@@ -94,6 +94,8 @@ export interface Comparison {
   target: number;
   /** The lowest acceptable module msgs/s, when the target is absolute. Default: none. */
   minRate?: number;
+  /** The most CPU time the module may spend per message (median), in microseconds. Default: none. */
+  maxCpuMicros?: number;
 }
 
 /**
@@ -216,11 +218,15 @@ export function formatTable(comparisons: Comparison[]): string {
     const baseline = medianRate(comparison.baseline);
     const candidate = medianRate(comparison.candidate);
     const ratio = candidate / baseline;
-    const { target, minRate } = comparison;
-    const met = ratio >= target && (minRate === undefined || candidate >= minRate);
+    const { target, minRate, maxCpuMicros } = comparison;
+    const met =
+      ratio >= target &&
+      (minRate === undefined || candidate >= minRate) &&
+      (maxCpuMicros === undefined || medianCpuPerMessage(comparison.candidate) <= maxCpuMicros);
     const wanted = [
       target > 0 ? `${target.toFixed(2)}x` : '',
       minRate !== undefined ? `≥ ${minRate} msgs/s` : '',
+      maxCpuMicros !== undefined ? `≤ ${maxCpuMicros} CPU µs/msg` : '',
     ]
       .filter(Boolean)
       .join(', ');

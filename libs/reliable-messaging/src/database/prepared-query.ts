@@ -1,5 +1,12 @@
 import type { PoolClient } from 'pg';
-import type { EntityManager } from 'typeorm';
+import type { EntityManager, QueryResult } from 'typeorm';
+
+/** A statement to run as a named prepared statement: its name (one per text), its text and its values. */
+export interface PreparedStatement {
+  name: string;
+  text: string;
+  values: unknown[];
+}
 
 /**
  * Runs `text` as a named prepared statement on the connection of `manager`'s transaction, so PostgreSQL parses
@@ -17,10 +24,31 @@ export async function preparedQuery(
   text: string,
   values: unknown[],
 ): Promise<unknown[]> {
+  const client = await clientOf(manager);
+  if (!client) return await manager.query<unknown[]>(text, values);
+  const result = await client.query<Record<string, unknown>>({ name, text, values });
+  return result.rows;
+}
+
+/**
+ * Runs `statement` as `preparedQuery()` does, in `manager`'s transaction, and resolves with the number of rows it
+ * inserted, updated or deleted.
+ */
+export async function preparedCommand(manager: EntityManager, statement: PreparedStatement): Promise<number> {
+  const client = await clientOf(manager);
+  if (client) return (await client.query(statement)).rowCount ?? 0;
+  const runner = manager.queryRunner ?? manager.dataSource.createQueryRunner();
+  try {
+    const result: QueryResult = await runner.query(statement.text, statement.values, true);
+    return result.affected ?? 0;
+  } finally {
+    if (!manager.queryRunner) await runner.release();
+  }
+}
+
+async function clientOf(manager: EntityManager): Promise<PoolClient | undefined> {
   const runner = manager.queryRunner;
   const client =
     runner && !runner.isReleased ? ((await runner.connect()) as PoolClient | undefined) : undefined;
-  if (!client || typeof client.query !== 'function') return await manager.query<unknown[]>(text, values);
-  const result = await client.query<Record<string, unknown>>({ name, text, values });
-  return result.rows;
+  return client && typeof client.query === 'function' ? client : undefined;
 }

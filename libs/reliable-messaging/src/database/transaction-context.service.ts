@@ -5,6 +5,8 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { MessageContextStorage } from '../context/message-context.storage';
+import { runTransactionStartingWith } from './pipelined-transaction';
+import { preparedCommand, type PreparedStatement } from './prepared-query';
 
 type ClsTransactionHost = Pick<TransactionHost, 'isTransactionActive' | 'withTransaction'> & {
   readonly tx: EntityManager;
@@ -63,6 +65,27 @@ export class TransactionContext implements OnModuleInit {
     if (host && this.propagation)
       return host.withTransaction(this.propagation.requiresNew, () => work(host.tx));
     return this.requireDataSource().transaction((manager) => work(manager));
+  }
+
+  /**
+   * Runs `work` in a transaction of its own, as `runInNewTransaction()`, whose first statement is `first`; `work`
+   * gets the number of rows `first` affected too. Without nestjs-cls, BEGIN and `first` go to the database in one round trip and the
+   * transaction bypasses TypeORM's per-query bookkeeping (runTransactionStartingWith), for work done once per
+   * message.
+   */
+  async runInNewTransactionStartingWith<T>(
+    first: PreparedStatement,
+    work: (manager: EntityManager, affected: number) => Promise<T>,
+  ): Promise<T> {
+    await this.findHost();
+    const host = this.host;
+    if (host && this.propagation) {
+      return host.withTransaction(this.propagation.requiresNew, async () => {
+        const manager = host.tx;
+        return work(manager, await preparedCommand(manager, first));
+      });
+    }
+    return runTransactionStartingWith(this.requireDataSource(), first, work);
   }
 
   /**

@@ -1,9 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import type { Envelope } from '../envelope/envelope';
-import { preparedQuery } from '../database/prepared-query';
+import type { PreparedStatement } from '../database/prepared-query';
+
+const RECORD_TEXT =
+  `INSERT INTO "rm_inbox" ("consumer", "idempotency_key", "message_id", "message_type") VALUES ($1, $2, $3, $4) ` +
+  `ON CONFLICT DO NOTHING`;
 
 /** The queries on the inbox table. */
 @Injectable()
@@ -11,19 +15,22 @@ export class InboxStore {
   constructor(@Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions) {}
 
   /**
-   * Records that `consumer` is handling the message, in the handler's transaction. Resolves false when a row for
-   * the same consumer and idempotency key exists: a duplicate. While another transaction holds an uncommitted
-   * row for that key this waits for it, so of two concurrent copies exactly one gets true.
+   * The statement that records that `consumer` is handling the message, the first of the handler's
+   * transaction. It inserts one row, or none when a row for the same consumer and idempotency key exists: a
+   * duplicate (`isFresh()` tells). While another transaction holds an uncommitted row for that key it waits for
+   * it, so of two concurrent copies exactly one gets its row.
    */
-  async record(manager: EntityManager, consumer: string, envelope: Envelope): Promise<boolean> {
-    const rows = await preparedQuery(
-      manager,
-      'rm_inbox_record',
-      `INSERT INTO "rm_inbox" ("consumer", "idempotency_key", "message_id", "message_type") VALUES ($1, $2, $3, $4) ` +
-        `ON CONFLICT DO NOTHING RETURNING 1 AS fresh`,
-      [consumer, envelope.idempotencyKey, envelope.messageId, envelope.type],
-    );
-    return rows.length === 1;
+  recordStatement(consumer: string, envelope: Envelope): PreparedStatement {
+    return {
+      name: 'rm_inbox_record',
+      text: RECORD_TEXT,
+      values: [consumer, envelope.idempotencyKey, envelope.messageId, envelope.type],
+    };
+  }
+
+  /** Whether the record statement, having inserted `affected` rows, found the message new, not a duplicate. */
+  isFresh(affected: number): boolean {
+    return affected === 1;
   }
 
   /** Deletes up to `limit` rows handled longer than `retentionMs` ago; resolves with how many went. */

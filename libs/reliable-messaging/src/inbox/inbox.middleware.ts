@@ -58,19 +58,22 @@ export function inboxStage(
     let duplicate = false;
     let abandoning: Promise<void> | undefined;
     try {
-      await transactions.runInNewTransaction(async (manager) => {
-        if (!(await store.record(manager, scope, envelope))) {
-          duplicate = true;
-          return;
-        }
-        delivery.manager = manager;
-        // The deadline may have passed while the row was written: then the handler must not start at all.
-        const abandoned = delivery.abort.signal;
-        abandoned.throwIfAborted();
-        await untilAborted(next(delivery), abandoned, () => {
-          abandoning = abandon(delivery.consumer.name, manager);
-        });
-      });
+      await transactions.runInNewTransactionStartingWith(
+        store.recordStatement(scope, envelope),
+        async (manager, affected) => {
+          if (!store.isFresh(affected)) {
+            duplicate = true;
+            return;
+          }
+          delivery.manager = manager;
+          // The deadline may have passed while the row was written: then the handler must not start at all.
+          const abandoned = delivery.abort.signal;
+          abandoned.throwIfAborted();
+          await untilAborted(next(delivery), abandoned, () => {
+            abandoning = abandon(delivery.consumer.name, manager);
+          });
+        },
+      );
     } finally {
       delivery.manager = undefined;
       // The retry must not meet the abandoned transaction's locks (its inbox row, its writes) on the server.
