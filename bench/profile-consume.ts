@@ -81,10 +81,7 @@ interface ProfileNode {
 }
 
 /** The functions with the most self time, as share of the samples that were not idle. */
-function topSelfTime(
-  profile: { nodes: ProfileNode[]; samples?: number[] },
-  count: number,
-): string {
+function topSelfTime(profile: { nodes: ProfileNode[]; samples?: number[] }, count: number): string {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const hits = new Map<string, number>();
   let busy = 0;

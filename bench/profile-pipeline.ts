@@ -53,7 +53,7 @@ async function main(): Promise<void> {
     runner.onMessage(channel, asDelivered(queue, tag, body, properties));
   };
   const run = async (count: number): Promise<void> => {
-    for (let sent = 0; sent < count; ) {
+    for (let sent = 0; sent < count;) {
       const burst = Math.min(prefetch, count - sent);
       waitFor = handled + burst;
       const done = new Promise<void>((resolve) => (wake = resolve));
@@ -82,7 +82,8 @@ async function main(): Promise<void> {
   await run(total);
   const used = process.cpuUsage(cpu);
   const seconds = (performance.now() - started) / 1000;
-  if (out && heap) writeFileSync(out, JSON.stringify((await session.post('HeapProfiler.stopSampling')).profile));
+  if (out && heap)
+    writeFileSync(out, JSON.stringify((await session.post('HeapProfiler.stopSampling')).profile));
   else if (out) writeFileSync(out, JSON.stringify((await session.post('Profiler.stop')).profile));
   console.log(
     `pipeline, prefetch ${prefetch}: ${((used.user + used.system) / total).toFixed(2)} µs CPU/msg, ` +
