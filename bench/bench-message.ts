@@ -28,6 +28,9 @@ export function benchMessage(n: number): BenchOrderPlaced {
   });
 }
 
+/** How a message was shaped for the broker: its body and the properties a raw amqplib client publishes it with. */
+export type BenchEnvelope = (n: number) => { body: Buffer; properties: Options.Publish };
+
 /**
  * The n-th message as a raw amqplib client sends it with the same envelope the module writes (docs/envelope.md):
  * the same body and the same properties and headers, built per message like the module builds them.
@@ -41,8 +44,6 @@ export function rawEnvelope(n: number): { body: Buffer; properties: Options.Publ
       messageId,
       type: 'bench.order-placed',
       contentType: 'application/json',
-      contentEncoding: 'utf-8',
-      correlationId: messageId,
       appId: 'bench-raw',
       timestamp: Math.floor(Date.now() / 1000),
       persistent: true,

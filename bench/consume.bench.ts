@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import type { ChannelModel, ConsumeMessage } from 'amqplib';
 import { Consume, ReliableMessagingModule, type QueueType } from '@app/reliable-messaging';
 import { ConsumerRegistry } from '@app/reliable-messaging/operations';
-import { BenchOrderPlaced, rawEnvelope } from './bench-message';
+import { BenchOrderPlaced, rawEnvelope, type BenchEnvelope } from './bench-message';
 import {
   alternate,
   AMQP_URL,
@@ -51,10 +51,15 @@ export function consumerApp(
 }
 
 /** Publishes `count` messages straight to `queue` with a raw confirm channel (not measured). */
-export async function prepublish(connection: ChannelModel, queue: string, count: number): Promise<void> {
+export async function prepublish(
+  connection: ChannelModel,
+  queue: string,
+  count: number,
+  envelope: BenchEnvelope = rawEnvelope,
+): Promise<void> {
   const channel = await connection.createConfirmChannel();
   for (let n = 0; n < count; n++) {
-    const { body, properties } = rawEnvelope(n);
+    const { body, properties } = envelope(n);
     if (!channel.sendToQueue(queue, body, properties))
       await new Promise((resolve) => channel.once('drain', resolve));
     if (n % 1000 === 999) await channel.waitForConfirms();
@@ -64,10 +69,14 @@ export async function prepublish(connection: ChannelModel, queue: string, count:
 }
 
 /** Drains `queue` with a raw amqplib consumer: the same prefetch, JSON.parse as its work, ack after the work. */
-async function rawDrain(connection: ChannelModel, queue: string): Promise<Measurement> {
+export async function rawDrain(
+  connection: ChannelModel,
+  queue: string,
+  prefetch = PREFETCH,
+): Promise<Measurement> {
   const progress = new Progress(MESSAGES);
   const channel = await connection.createChannel();
-  await channel.prefetch(PREFETCH);
+  await channel.prefetch(prefetch);
   const work = async (message: ConsumeMessage): Promise<void> => {
     JSON.parse(message.content.toString('utf8'));
   };

@@ -14,6 +14,7 @@ import { outboxSuite } from './outbox.bench';
 import { inboxSuite } from './inbox.bench';
 import { lanesSuite } from './lanes.bench';
 import { peersSuite } from './peers.bench';
+import { envelopeSuite } from './envelope.bench';
 import { memorySuite } from './memory.bench';
 import { ordersSuite } from './orders.bench';
 
@@ -24,6 +25,7 @@ const SUITES: Suite[] = [
   outboxSuite,
   inboxSuite,
   lanesSuite,
+  envelopeSuite,
   peersSuite,
   ordersSuite,
   memorySuite,

@@ -149,11 +149,12 @@ describe('publish and consume against the real broker', () => {
       messageId: receipt.messageId,
       type: 'order.placed',
       contentType: 'application/json',
-      contentEncoding: 'utf-8',
-      correlationId: receipt.messageId,
       deliveryMode: 2,
       appId: app.connectionName,
     });
+    // The first message of a flow is its own correlation id, which the reader supplies: not written twice.
+    expect(ctx.raw.properties.correlationId).toBeUndefined();
+    expect(ctx.raw.properties.contentEncoding).toBeUndefined();
     expect(ctx.raw.properties.headers).toMatchObject({
       [HEADERS.idempotencyKey]: 'order-placed:o-1',
       [HEADERS.schemaVersion]: '1.2',

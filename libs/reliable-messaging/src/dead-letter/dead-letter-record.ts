@@ -65,7 +65,8 @@ export function readDeadLetter(
     messageId: text(message.properties.messageId),
     type: text(message.properties.type),
     idempotencyKey: h(HEADERS.idempotencyKey) ?? text(message.properties.messageId),
-    correlationId: text(message.properties.correlationId),
+    // A flow's first message carries no correlation id: it is its own message id (docs/envelope.md).
+    correlationId: text(message.properties.correlationId) ?? text(message.properties.messageId),
     reason: h(DEAD_LETTER_HEADERS.reason) ?? text(death?.reason) ?? 'unknown',
     errorClass: h(DEAD_LETTER_HEADERS.errorClass),
     errorMessage: h(DEAD_LETTER_HEADERS.errorMessage),

@@ -49,12 +49,15 @@ export class EnvelopeFactory {
       }
       headers[name] = value;
     }
-    headers[HEADERS.idempotencyKey] = idempotencyKey;
+    // Readers take the message id for a missing key and a missing correlation id (envelope-reader.ts): neither is
+    // written when it would only repeat the message id.
+    if (idempotencyKey !== messageId) headers[HEADERS.idempotencyKey] = idempotencyKey;
     headers[HEADERS.schemaVersion] = version;
     headers[HEADERS.occurredAt] = (options.occurredAt ?? new Date()).toISOString();
     const causationId = options.causationId ?? handled?.messageId;
     if (causationId) headers[HEADERS.causationId] = causationId;
-    // NOTE: a key-ordered consumer's consistent-hash exchange hashes on this header, and RabbitMQ routes every
+    // NOTE: the broker reads this one even where it repeats the message id: a key-ordered consumer's
+    // consistent-hash exchange hashes on this header, and RabbitMQ routes every
     // message without it to one fixed partition (or, on some versions, fails the publish). A message without a
     // key of its own gets its id: ordered only with itself, spread evenly over the partitions.
     headers[HEADERS.orderingKey] = orderingKey ?? messageId;
@@ -87,8 +90,7 @@ export class EnvelopeFactory {
         messageId,
         type,
         contentType: JSON_CONTENT_TYPE,
-        contentEncoding: 'utf-8',
-        correlationId,
+        ...(correlationId === messageId ? {} : { correlationId }),
         appId: this.options.appId,
         timestamp: Math.floor(Date.now() / 1000),
         ...(priority === undefined ? {} : { priority }),

@@ -56,7 +56,6 @@ export function buildReply(origin: RequestOrigin, outcome: ReplyOutcome, appId?:
       messageId: uuidv7(),
       type: origin.type ? `${origin.type}.reply` : undefined,
       contentType: JSON_CONTENT_TYPE,
-      contentEncoding: 'utf-8',
       correlationId: origin.messageId,
       appId,
       timestamp: Math.floor(Date.now() / 1000),

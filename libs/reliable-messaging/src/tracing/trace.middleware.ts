@@ -21,7 +21,11 @@ export function traceStage(consumer: Pick<ConsumerPlan, 'name' | 'queue'>): Mess
         [ATTR.deliveryTag]: fields.deliveryTag,
         [ATTR.messageId]: typeof properties.messageId === 'string' ? properties.messageId : undefined,
         [ATTR.conversationId]:
-          typeof properties.correlationId === 'string' ? properties.correlationId : undefined,
+          typeof properties.correlationId === 'string'
+            ? properties.correlationId
+            : typeof properties.messageId === 'string'
+              ? properties.messageId
+              : undefined,
         [ATTR.bodySize]: delivery.raw.content.length,
       });
       try {
