@@ -1,33 +1,9 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { execFileSync } from 'node:child_process';
-import { Client } from 'pg';
 import { ChildApp } from './support/child-app';
-import { DEFAULT_DATABASE_URL } from './support/test-database';
+import { brokerObjectsUnder, databaseExists } from './support/leftovers';
 
 /** The compiled benchmark runner (`npm run bench`); ORDER_SERVICE_DIST names another build output than dist/. */
 const BENCH = `${process.env.ORDER_SERVICE_DIST ?? 'dist'}/bench/run.js`;
-
-async function databaseExists(name: string): Promise<boolean> {
-  const url = new URL(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL);
-  url.pathname = '/postgres';
-  const client = new Client({ connectionString: url.toString() });
-  await client.connect();
-  try {
-    return (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount === 1;
-  } finally {
-    await client.end();
-  }
-}
-
-/** Queues and exchanges the broker still has under `prefix` (needs the broker on this machine). */
-function brokerObjectsUnder(prefix: string): string[] {
-  return ['list_queues', 'list_exchanges'].flatMap((command) =>
-    execFileSync('rabbitmqctl', ['-q', command, '--no-table-headers', 'name'])
-      .toString()
-      .split('\n')
-      .filter((name) => name.startsWith(`${prefix}.`)),
-  );
-}
 
 describe('the orders and memory benchmarks (npm run bench), in a quick form', () => {
   afterAll(async () => {

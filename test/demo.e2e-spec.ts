@@ -1,8 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { execFileSync } from 'node:child_process';
-import { Client } from 'pg';
 import { ChildApp } from './support/child-app';
-import { DEFAULT_DATABASE_URL } from './support/test-database';
+import { brokerObjectsUnder, databaseExists } from './support/leftovers';
 
 /** The compiled demo (`npm run demo`); ORDER_SERVICE_DIST names another build output than dist/. */
 const DEMO = `${process.env.ORDER_SERVICE_DIST ?? 'dist'}/apps/order-service/src/demo/demo.js`;
@@ -13,28 +11,6 @@ function environmentOf(demo: ChildApp): { namespace: string; database: string } 
   const database = /database\s+(order_demo_[0-9a-f]+)/.exec(demo.stdout.join('\n'))?.[1];
   if (!namespace || !database) throw new Error(`no namespace or database in:\n${demo.stdout.join('\n')}`);
   return { namespace, database };
-}
-
-async function databaseExists(name: string): Promise<boolean> {
-  const url = new URL(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL);
-  url.pathname = '/postgres';
-  const client = new Client({ connectionString: url.toString() });
-  await client.connect();
-  try {
-    return (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount === 1;
-  } finally {
-    await client.end();
-  }
-}
-
-/** Queues and exchanges the broker still has under `namespace` (needs the broker on this machine). */
-function brokerObjectsUnder(namespace: string): string[] {
-  return ['list_queues', 'list_exchanges'].flatMap((command) =>
-    execFileSync('rabbitmqctl', ['-q', command, '--no-table-headers', 'name'])
-      .toString()
-      .split('\n')
-      .filter((name) => name.startsWith(`${namespace}.`)),
-  );
 }
 
 describe('the demo (npm run demo)', () => {
