@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ConsumeMessage } from 'amqplib';
-import { OutboxMonitor } from '@app/reliable-messaging/operations';
+import { OutboxMonitor, OutboxRelay } from '@app/reliable-messaging/operations';
 import type { MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp } from './support/messaging-app';
 import { outboxSetup, type OutboxSetup } from './support/outbox-setup';
@@ -169,4 +169,49 @@ describe('outbox relay: per-key order when the broker refuses a row in the middl
     await channel.deleteQueue(refusing);
     await channel.deleteQueue(open);
   });
+});
+
+/**
+ * Each relay worker claims only its share of the ordering keys, so a commit must wake every idle worker: the one
+ * woken alone finds nothing of its share while the rows committed wait for the other worker's next poll.
+ */
+describe('outbox relay: a commit wakes every worker, each with its share of the keys', () => {
+  let setup: OutboxSetup;
+  let relay: MessagingTestApp;
+
+  afterAll(async () => {
+    await relay?.close();
+    await setup?.close();
+  });
+
+  it('publishes rows of every share at once after the commit, not at the next poll a minute later', async () => {
+    setup = await outboxSetup({ auditBinding: 'audit.nothing' });
+    const { db, broker, exchange } = setup;
+    relay = await MessagingTestApp.start(broker, {
+      options: { exchange, dataSource: db.dataSource, outbox: { concurrency: 2, pollIntervalMs: 60_000 } },
+    });
+    const queue = broker.name('woken');
+    const channel = await broker.openChannel();
+    await channel.assertQueue(queue, { durable: false });
+    await channel.bindQueue(queue, exchange, 'ledger.woken');
+    const idleWorkers = (): number =>
+      (relay.get(OutboxRelay) as unknown as { idleWorkers: Set<unknown> }).idleWorkers.size;
+    await waitFor('both relay workers idle', () => idleWorkers() === 2, {
+      timeoutMs: 10_000,
+      intervalMs: 20,
+    });
+
+    await db.dataSource.transaction(async (manager) => {
+      for (let n = 0; n < 20; n++) {
+        await relay.publisher.publish(
+          { type: 'ledger.woken', payload: { n } },
+          { manager, idempotencyKey: `woken-${n}`, orderingKey: `account-${n}` },
+        );
+      }
+    });
+
+    const messages = await broker.waitForMessages(queue, 20, 15_000);
+    expect(new Set(messages.map((m) => (JSON.parse(m.content.toString()) as { n: number }).n)).size).toBe(20);
+    await channel.deleteQueue(queue);
+  }, 60_000);
 });

@@ -67,4 +67,20 @@ describe('ConcurrencySlots', () => {
     expect(highest).toBe(3);
     expect(ran).toBe(2000);
   });
+
+  it('does not grow its waiting queue without bound when tasks keep waiting (more fetched than it runs)', async () => {
+    const slots = new ConcurrencySlots(2);
+    let largest = 0;
+    const task = () => new Promise<void>((resolve) => setImmediate(resolve));
+    // A waiting queue that never runs empty: each finished task makes room for one more arrival.
+    const runs: Promise<void>[] = Array.from({ length: 10 }, () => slots.run(task));
+    for (let n = 0; n < 20_000; n++) {
+      await runs[n];
+      runs.push(slots.run(task));
+      largest = Math.max(largest, slots.waitingCount.held);
+    }
+    await Promise.all(runs);
+    expect(slots.waitingCount.waiting).toBe(0);
+    expect(largest).toBeLessThan(3_000);
+  });
 });

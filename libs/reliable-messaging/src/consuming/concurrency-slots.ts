@@ -1,3 +1,6 @@
+/** Spent entries at the front of the waiting queue past which it is compacted. */
+const COMPACT_AFTER = 1024;
+
 /**
  * Bounds how many deliveries of one consumer run at once; a finished one's slot goes to the longest waiting.
  *
@@ -17,6 +20,11 @@ export class ConcurrencySlots {
   };
 
   constructor(private readonly limit: number) {}
+
+  /** Tasks waiting for a slot, and the queue's length in memory (spent entries included). */
+  get waitingCount(): { waiting: number; held: number } {
+    return { waiting: this.waiting.length - this.head, held: this.waiting.length };
+  }
 
   /** Tasks running now. */
   get active(): number {
@@ -47,6 +55,11 @@ export class ConcurrencySlots {
     this.waiting[this.head++] = undefined as unknown as () => void;
     if (this.head === this.waiting.length) {
       this.waiting.length = 0;
+      this.head = 0;
+    } else if (this.head >= COMPACT_AFTER && this.head * 2 >= this.waiting.length) {
+      // A queue that never runs empty (prefetch above concurrency, under a steady backlog) would otherwise grow
+      // by one spent entry per task.
+      this.waiting.splice(0, this.head);
       this.head = 0;
     }
     next();

@@ -56,7 +56,8 @@ export class OutboxRelay {
   private readonly refusedLately = new Map<string, number>();
   private listener?: OutboxListener;
   private loop?: Promise<void>;
-  private pendingWake = false;
+  /** Workers woken while busy: each goes round once more before it idles. */
+  private readonly pendingWake = new Set<number>();
 
   constructor(
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
@@ -93,9 +94,14 @@ export class OutboxRelay {
     this.loop = Promise.all(workers).then(() => undefined);
   }
 
-  /** Makes the relay look for rows now instead of at its next poll: an idle round starts, or a busy one goes again. */
+  /**
+   * Makes the relay look for rows now instead of at its next poll: every idle worker starts a round, and every
+   * busy one goes again. Every worker, because each claims only its share of the ordering keys: the one woken
+   * alone could find nothing of its share while the rows committed wait for another worker's poll.
+   */
   wake(): void {
-    if (!this.wakeOne()) this.pendingWake = true;
+    for (let index = 0; index < this.options.outbox.concurrency; index++) this.pendingWake.add(index);
+    for (const resume of [...this.idleWorkers]) resume();
   }
 
   /** Stops claiming, lets the in-flight batch finish its confirms and marks (up to `deadline`), stops listening. */
@@ -124,7 +130,7 @@ export class OutboxRelay {
         await this.idle(pollIntervalMs);
         continue;
       }
-      this.pendingWake = false;
+      this.pendingWake.delete(share.index);
       let round: { claimed: number; settled: number };
       try {
         round = await this.relayBatch(dataSource, batchSize, share);
@@ -143,7 +149,7 @@ export class OutboxRelay {
         this.wakeOne();
         continue;
       }
-      if (this.pendingWake) continue;
+      if (this.pendingWake.has(share.index)) continue;
       await this.idle(pollIntervalMs);
     }
   }

@@ -110,4 +110,11 @@ describe('payloadValidator', () => {
     const result = await payloadValidator(cls)(input);
     check(result);
   });
+
+  it('never lets an own __proto__ key of a body replace the instance prototype', async () => {
+    const forged = JSON.parse('{"orderId":"o-1","__proto__":{"isAdmin":true}}') as object;
+    const result = await payloadValidator(Plain)(forged);
+    expect(result).toBeInstanceOf(Plain);
+    expect((result as { isAdmin?: boolean }).isAdmin).toBeUndefined();
+  });
 });

@@ -83,7 +83,7 @@ function jsonAssigner(messageClass: new () => object): (body: object) => object 
   return (body) => {
     const instance = new messageClass() as Record<string, unknown>;
     for (const key of Object.keys(body)) {
-      if (readOnly.has(key) || typeof instance[key] === 'function') continue;
+      if (key === '__proto__' || readOnly.has(key) || typeof instance[key] === 'function') continue;
       instance[key] = (body as Record<string, unknown>)[key];
     }
     return instance;
