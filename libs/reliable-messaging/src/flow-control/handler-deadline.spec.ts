@@ -65,4 +65,18 @@ describe('HandlerDeadline', () => {
     expect(() => deadline.extend(-1)).toThrow(RangeError);
     deadline.clear();
   });
+
+  it('still fires a later deadline when an expiry clears another deadline due in the same sweep', async () => {
+    const now = Date.now();
+    const firstAbort = new AbortController();
+    const first = new HandlerDeadline('A.handle', 20, now + 10_000, firstAbort);
+    const second = new HandlerDeadline('B.handle', 20, now + 10_000, new AbortController());
+    const third = new HandlerDeadline('C.handle', 120, now + 10_000, new AbortController());
+    // Due together, so one timer sweeps both; the first's abort listener (as a handler's or the inbox's does,
+    // inside the sweep) clears the second.
+    second.at = first.at;
+    firstAbort.signal.addEventListener('abort', () => second.clear());
+    await expect(first.expired).rejects.toBeInstanceOf(HandlerDeadlineExceededError);
+    await expect(third.expired).rejects.toBeInstanceOf(HandlerDeadlineExceededError);
+  });
 });

@@ -126,20 +126,24 @@ class DeadlineSweeper {
     this.timer = setTimeout(() => this.sweep(), Math.max(0, at - Date.now()));
   }
 
+  /**
+   * Expires what is due, then re-arms for the earliest still pending. The due ones are taken off the list
+   * before any expires: an expiry runs abort listeners (a handler's, the inbox's) that may clear or add other
+   * deadlines, which must not cut the walk short or be missed by the next arming.
+   */
   private sweep(): void {
     this.timer = undefined;
     this.armedFor = Number.POSITIVE_INFINITY;
     const now = Date.now();
+    const due: HandlerDeadline[] = [];
+    for (let deadline = this.first; deadline; deadline = deadline.next)
+      if (deadline.at <= now) due.push(deadline);
+    for (const deadline of due) this.delete(deadline);
+    for (const deadline of due) deadline.expire();
     let next = Number.POSITIVE_INFINITY;
-    for (let deadline = this.first; deadline;) {
-      const following = deadline.next;
-      if (deadline.at <= now) {
-        this.delete(deadline);
-        deadline.expire();
-      } else if (deadline.at < next) next = deadline.at;
-      deadline = following;
-    }
-    if (next !== Number.POSITIVE_INFINITY) this.arm(next);
+    for (let deadline = this.first; deadline; deadline = deadline.next)
+      if (deadline.at < next) next = deadline.at;
+    if (next < this.armedFor) this.arm(next);
   }
 }
 
