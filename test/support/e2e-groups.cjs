@@ -25,6 +25,7 @@ module.exports.ALONE = [
   'test/topology-mismatch.e2e-spec.ts',
   'test/lanes.e2e-spec.ts',
   'test/queue-oldest-age.e2e-spec.ts',
+  'test/database-hang.e2e-spec.ts',
   // Load of their own.
   'test/ordering-by-key.e2e-spec.ts',
   'test/outbox-relay-concurrency.e2e-spec.ts',
