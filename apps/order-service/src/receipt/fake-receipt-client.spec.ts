@@ -32,6 +32,21 @@ describe('FakeReceiptClient', () => {
     expect(client.stats).toEqual({ calls: 3, sent: 1, duplicates: 0, failures: 2 });
   });
 
+  it("fails only the named order's calls when the failures are for one order", async () => {
+    const client = new FakeReceiptClient({ latencyMs: 0 });
+    client.failNext(1, 'order-b');
+
+    const other = await client.send({ ...REQUEST, orderId: 'order-a' }, { idempotencyKey: 'receipt:order-a' });
+    await expect(
+      client.send({ ...REQUEST, orderId: 'order-b' }, { idempotencyKey: 'receipt:order-b' }),
+    ).rejects.toBeInstanceOf(ReceiptServiceUnavailableError);
+    const retried = await client.send({ ...REQUEST, orderId: 'order-b' }, { idempotencyKey: 'receipt:order-b' });
+
+    expect(client.sentUnder('receipt:order-a')).toEqual(other);
+    expect(client.sentUnder('receipt:order-b')).toEqual(retried);
+    expect(client.stats).toEqual({ calls: 3, sent: 2, duplicates: 0, failures: 1 });
+  });
+
   it.each([
     [0, 0.0, 0],
     [0.3, 0.29, 1],

@@ -38,6 +38,7 @@ export class FakeReceiptClient implements ReceiptClient {
   private readonly sentByKey = new Map<string, Receipt>();
   private readonly counts: FakeReceiptStats = { calls: 0, sent: 0, duplicates: 0, failures: 0 };
   private failuresToForce = 0;
+  private readonly failuresToForceByOrder = new Map<string, number>();
 
   constructor(options: FakeReceiptClientOptions = {}) {
     this.latencyMs = options.latencyMs ?? 20;
@@ -50,16 +51,24 @@ export class FakeReceiptClient implements ReceiptClient {
     return { ...this.counts };
   }
 
-  /** Makes the next `count` calls fail transiently, whatever the failure rate. */
-  failNext(count: number): void {
-    this.failuresToForce += count;
+  /**
+   * Makes the next `count` calls fail transiently, whatever the failure rate; with `orderId`, the next `count`
+   * calls for that order only, so receipts of other orders still on their way cannot use them up.
+   */
+  failNext(count: number, orderId?: string): void {
+    if (orderId === undefined) this.failuresToForce += count;
+    else this.failuresToForceByOrder.set(orderId, (this.failuresToForceByOrder.get(orderId) ?? 0) + count);
+  }
+
+  /** The receipt sent under `idempotencyKey`, if one was (and is still remembered). */
+  sentUnder(idempotencyKey: string): Receipt | undefined {
+    return this.sentByKey.get(idempotencyKey);
   }
 
   async send(request: ReceiptRequest, options: ReceiptCallOptions): Promise<Receipt> {
     this.counts.calls++;
     await this.delay(options.signal);
-    if (this.failuresToForce > 0 || this.random() < this.failureRate) {
-      if (this.failuresToForce > 0) this.failuresToForce--;
+    if (this.takeForcedFailure(request.orderId) || this.random() < this.failureRate) {
       this.counts.failures++;
       throw new ReceiptServiceUnavailableError(
         `receipt service unavailable (order ${request.orderId}); try again`,
@@ -77,6 +86,17 @@ export class FakeReceiptClient implements ReceiptClient {
     }
     this.counts.sent++;
     return receipt;
+  }
+
+  private takeForcedFailure(orderId: string): boolean {
+    const forOrder = this.failuresToForceByOrder.get(orderId) ?? 0;
+    if (forOrder > 0) {
+      this.failuresToForceByOrder.set(orderId, forOrder - 1);
+      return true;
+    }
+    if (this.failuresToForce === 0) return false;
+    this.failuresToForce--;
+    return true;
   }
 
   private delay(signal?: AbortSignal): Promise<void> {
