@@ -26,7 +26,6 @@ module.exports.ALONE = [
   'test/lanes.e2e-spec.ts',
   'test/queue-oldest-age.e2e-spec.ts',
   'test/database-hang.e2e-spec.ts',
-  'test/ordering-topology.e2e-spec.ts',
   // Load of their own.
   'test/ordering-by-key.e2e-spec.ts',
   'test/outbox-relay-concurrency.e2e-spec.ts',
