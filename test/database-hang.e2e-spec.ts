@@ -105,9 +105,13 @@ describe.each([
     proxy.stall();
     for (let i = 0; i < TRANSFERS; i++)
       await app.publisher.publishNow(Object.assign(new TransferBooked(), { id: `t-${i}` }));
-    await waitFor(`${name} seen as a database outage`, async () => (await databaseAvailable()) === 0, {
-      timeoutMs: 20_000,
-    });
+    await waitFor(
+      () =>
+        `${name} seen as a database outage (runs: ${JSON.stringify(handler.runs)}; ` +
+        `proxied connections: ${proxy.connections}; the app logged:\n${app.logger.dump()})`,
+      async () => (await databaseAvailable()) === 0,
+      { timeoutMs: 20_000 },
+    );
     if (!queryString) {
       // Every slot is held by a handler stuck on the database past its deadline: not the process's fault.
       await waitFor(
