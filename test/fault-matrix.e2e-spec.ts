@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FaultRow } from '../apps/order-service/src/faults/fault-cycle';
+import { rabbitmq } from '../apps/order-service/src/faults/system-services';
 import { ChildApp } from './support/child-app';
 
 /** The compiled harness (`npm run faults`); ORDER_SERVICE_DIST names another build output than dist/. */
@@ -41,6 +42,7 @@ describe('the fault matrix, quick form (npm run faults -- --quick)', () => {
 
   it('loses nothing, doubles nothing and dead-letters only the poison message under every fault', async () => {
     const json = join(dir, 'rows.json');
+    const budgetBefore = await rabbitmq.fileHandleBudget();
     const harness = ChildApp.start(FAULTS, { args: ['--quick', '--json', json] });
 
     const exit = await harness.waitForExit(600_000);
@@ -63,5 +65,7 @@ describe('the fault matrix, quick form (npm run faults -- --quick)', () => {
       expect(row.settled).toBe(row.accepted);
       expect(row.deadLettered).toBe(row.fault === 'poison' ? 1 : 0);
     }
+    // The broker's restart left its file-handle budget as it was: the specs after this one need it.
+    expect(await rabbitmq.fileHandleBudget()).toBe(budgetBefore);
   }, 660_000);
 });

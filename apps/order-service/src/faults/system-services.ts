@@ -18,13 +18,65 @@ export function runCommand(command: string, args: string[], timeoutMs = COMMAND_
   });
 }
 
+/**
+ * The node's file-handle budget (`file_handle_cache`'s limit) when a fault stopped its application: `start_app`
+ * resets it to what the descriptor limit gives (927 under Debian's 1024), and a node with a few hundred quorum
+ * queues then never finishes booting (see scripts/prepare-test-broker.mjs).
+ */
+let fileHandleBudget: number | undefined;
+
+/** How often the budget is put back while the application boots. */
+const BUDGET_REAPPLY_MS = 250;
+
+/** The node's file-handle budget, or undefined when its application is not running. */
+async function readFileHandleBudget(): Promise<number | undefined> {
+  const out = await runCommand('rabbitmqctl', ['-q', 'eval', 'file_handle_cache:get_limit().']).catch(
+    () => '',
+  );
+  const budget = Number(out.trim());
+  return Number.isInteger(budget) && budget > 0 ? budget : undefined;
+}
+
+/** Raises the node's file-handle budget to `budget` when it is lower; fails quietly while the node boots. */
+function raiseFileHandleBudget(budget: number): Promise<unknown> {
+  return runCommand('rabbitmqctl', [
+    '-q',
+    'eval',
+    `case file_handle_cache:get_limit() < ${budget} of true -> file_handle_cache:set_limit(${budget}); false -> ok end.`,
+  ]).catch(() => undefined);
+}
+
 /** The machine's RabbitMQ node, through `rabbitmqctl` and `rabbitmq-diagnostics` (run as root). */
 export const rabbitmq = {
-  stopApp: () => runCommand('rabbitmqctl', ['-q', 'stop_app']),
-  startApp: async () => {
-    await runCommand('rabbitmqctl', ['-q', 'start_app']);
-    await runCommand('rabbitmqctl', ['-q', 'await_startup']);
+  /** Stops the node's application, remembering its file-handle budget for {@link rabbitmq.startApp}. */
+  stopApp: async () => {
+    fileHandleBudget = (await readFileHandleBudget()) ?? fileHandleBudget;
+    await runCommand('rabbitmqctl', ['-q', 'stop_app']);
   },
+  /**
+   * Starts the node's application and waits for it to boot, putting the file-handle budget it had before
+   * {@link rabbitmq.stopApp} back while it boots: the queues it recovers need it.
+   */
+  startApp: async () => {
+    const budget = fileHandleBudget;
+    let booting = true;
+    const keepBudget = (async () => {
+      while (budget !== undefined && booting) {
+        await raiseFileHandleBudget(budget);
+        await new Promise((resolve) => setTimeout(resolve, BUDGET_REAPPLY_MS));
+      }
+    })();
+    try {
+      await runCommand('rabbitmqctl', ['-q', 'start_app']);
+      await runCommand('rabbitmqctl', ['-q', 'await_startup']);
+    } finally {
+      booting = false;
+      await keepBudget;
+    }
+    if (budget !== undefined) await raiseFileHandleBudget(budget);
+  },
+  /** The node's file-handle budget, or undefined when its application is not running. */
+  fileHandleBudget: readFileHandleBudget,
   setMemoryWatermark: (fraction: string) =>
     runCommand('rabbitmqctl', ['-q', 'set_vm_memory_high_watermark', fraction]),
   setDiskFreeLimit: (limit: string) => runCommand('rabbitmqctl', ['-q', 'set_disk_free_limit', limit]),
