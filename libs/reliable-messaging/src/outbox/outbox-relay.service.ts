@@ -154,7 +154,11 @@ export class OutboxRelay {
     }
   }
 
-  /** One round: claim, publish with confirms, mark, commit. Resolves with how many rows it claimed and settled. */
+  /**
+   * One round: claim (opening the transaction), re-check the claimed keys with a fresh snapshot (see
+   * OutboxStore.heldBack), publish with confirms, mark and commit: three round trips to the database, the
+   * re-check only when the claim holds keyed rows. Resolves with how many rows it claimed and settled.
+   */
   private async relayBatch(
     dataSource: DataSource,
     limit: number,
@@ -162,7 +166,6 @@ export class OutboxRelay {
   ): Promise<{ claimed: number; settled: number }> {
     const runner = dataSource.createQueryRunner();
     try {
-      await this.store.begin(runner);
       const claimed = await this.store.claim(runner, limit, share);
       if (claimed.length === 0) {
         await this.store.complete(runner, []);
