@@ -48,7 +48,7 @@ describe('outbox and inbox schema', () => {
     const plans: string[] = [];
     const heldBackPlans: string[] = [];
     const store = new OutboxStore({ dataSource: db.dataSource } as ResolvedMessagingOptions);
-    /** Opens the claim's transaction as the relay does, then EXPLAINs the claim and the re-check instead. */
+    /** Opens the claim's transaction as the relay does, then EXPLAINs the claim and the re-check instead of running them. */
     const explainClaim = async (): Promise<void> => {
       const runner = db.dataSource.createQueryRunner();
       const client = (await runner.connect()) as {
@@ -73,11 +73,13 @@ describe('outbox and inbox schema', () => {
       } as unknown as QueryRunner;
       try {
         await store.claim(explaining, 200);
+        // A row whose key's chain is broken (a pending row of its key before it, outside the claim).
         await store.heldBack(explaining, [
           {
             id: '12',
             orderingKey: 'key-12',
             attempts: 0,
+            previousId: '2',
             message: {} as ClaimedRow['message'],
           },
         ]);
@@ -100,6 +102,8 @@ describe('outbox and inbox schema', () => {
       // The rows that hold their keys back come from their own partial indexes, never a scan of the table.
       expect(plan).toMatch(/rm_outbox_retrying_idx/);
       expect(plan).toMatch(/rm_outbox_parked_idx/);
+      // Each claimed row's previous pending row of its key: one probe of the pending rows' key index.
+      expect(plan).toMatch(/Index Only Scan Backward using rm_outbox_pending_key_idx on rm_outbox e/);
       expect(plan).not.toMatch(/Seq Scan on rm_outbox/);
     }
     expect(heldBackPlans).toHaveLength(2);

@@ -155,9 +155,9 @@ export class OutboxRelay {
   }
 
   /**
-   * One round: claim (opening the transaction), re-check the claimed keys with a fresh snapshot (see
-   * OutboxStore.heldBack), publish with confirms, mark and commit: three round trips to the database, the
-   * re-check only when the claim holds keyed rows. Resolves with how many rows it claimed and settled.
+   * One round: claim (opening the transaction), re-check the keys the claim may have read stale (see
+   * OutboxStore.heldBack), publish with confirms, mark and commit. Two round trips to the database, three when
+   * a key needs the re-check. Resolves with how many rows it claimed and settled.
    */
   private async relayBatch(
     dataSource: DataSource,

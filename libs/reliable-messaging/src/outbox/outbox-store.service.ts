@@ -17,6 +17,8 @@ export interface ClaimedRow {
   message: OutboundMessage;
   orderingKey: string | null;
   attempts: number;
+  /** The pending row of its key just before it, as the claim's snapshot had it; null without one or a key. */
+  previousId: string | null;
 }
 
 /** What became of a claimed row: published, set aside for good, or to be tried again after a delay. */
@@ -103,6 +105,31 @@ interface StoredRow {
   body: Buffer;
   ordering_key: string | null;
   attempts: number;
+  previous_id: string | null;
+}
+
+/**
+ * The ordering keys of a claim whose rows must be checked again with a fresh snapshot (see
+ * `OutboxStore.heldBack`): those whose claimed rows, in the claim's (id) order, do not form a chain, the first
+ * with no pending row of the key before it and each next one right after the one before.
+ *
+ * A row the claim skipped breaks its key's chain: one locked by another relay, or one the key's previous holder
+ * changed after the claim's snapshot (published, set to wait out a retry, parked). Where the chain holds, every
+ * row of the key that was pending in the snapshot before the last claimed one is in the claim, and none was
+ * parked (that would have kept the key out of the claim). A fresh snapshot could show no other: a published row
+ * never becomes pending again, and a row the claim's snapshot did not see at all was written by a transaction
+ * still running when the claim began, concurrent with the writes of the claimed rows, which promises no order
+ * between them.
+ */
+export function keysToRecheck(claimed: readonly ClaimedRow[]): string[] {
+  const last = new Map<string, string>();
+  const broken = new Set<string>();
+  for (const row of claimed) {
+    if (row.orderingKey === null) continue;
+    if (row.previousId !== (last.get(row.orderingKey) ?? null)) broken.add(row.orderingKey);
+    last.set(row.orderingKey, row.id);
+  }
+  return [...broken];
 }
 
 /** The part of node-postgres' client that runs a simple query: one result, or one per statement. */
@@ -173,7 +200,8 @@ export class OutboxStore {
    * its key's advisory lock and no earlier row of that key is waiting out a retry delay or parked (a parked row
    * holds its key until it is retried or discarded); the walk is in id order,
    * so a key's rows come out in order. The keys waiting out a retry are found once per claim from the small
-   * index of failed rows, not by a subquery per row. `heldBack` then re-checks keyed rows with a fresh snapshot.
+   * index of failed rows, not by a subquery per row. Each keyed row comes with the id of the pending row of its
+   * key just before it, as the claim saw the table, for `heldBack` to tell whether its key needs a re-check.
    * With `share`, only the keys whose hash falls in that share are tried (rows without a key all are): the rounds
    * of one relay then split the keys between them and publish side by side, where each would otherwise take the
    * locks of every key in its batch and leave the others nothing to claim.
@@ -197,7 +225,10 @@ export class OutboxStore {
         `AND "ordering_key" IS NOT NULL AND "available_at" > now() ` +
         `UNION ALL SELECT "ordering_key", "id" FROM "rm_outbox" WHERE "status" = 'parked' ` +
         `AND "ordering_key" IS NOT NULL) holding GROUP BY "ordering_key") ` +
-        `SELECT o."id", o."exchange", o."routing_key", o."properties", o."body", o."ordering_key", o."attempts" ` +
+        `SELECT o."id", o."exchange", o."routing_key", o."properties", o."body", o."ordering_key", o."attempts", ` +
+        // A parked row of the key before this one would have kept it out of the claim, so pending rows suffice.
+        `(SELECT max(e."id") FROM "rm_outbox" e WHERE e."ordering_key" = o."ordering_key" ` +
+        `AND e."status" = 'pending' AND e."id" < o."id") AS previous_id ` +
         `FROM "rm_outbox" o ` +
         `WHERE o."status" = 'pending' AND o."available_at" <= now() AND (o."ordering_key" IS NULL OR CASE ` +
         `WHEN (hashtext(o."ordering_key") & 2147483647) % ${share.of} <> ${share.index} THEN false ` +
@@ -215,18 +246,21 @@ export class OutboxStore {
       },
       orderingKey: row.ordering_key,
       attempts: row.attempts,
+      previousId: row.previous_id === null ? null : String(row.previous_id),
     }));
   }
 
   /**
    * The claimed keyed rows that must wait because an earlier row of their key is pending or parked outside this
    * claim.
-   * Run after `claim`, as a new statement: its snapshot is taken after this relay got the keys' advisory locks,
-   * so it sees every change the key's previous holder committed (a retry delay set, say), which the claim's
-   * older snapshot may have missed.
+   * The claim's snapshot was taken before it got the keys' advisory locks, so it may have missed a change the
+   * key's previous holder committed meanwhile (a retry delay set on an earlier row, say), after which the claim
+   * skipped that row and took the later ones. Such a key shows as a broken chain (see `keysToRecheck`); only
+   * those keys are read again, as a new statement whose snapshot sees every such change. When every key's chain
+   * holds, this costs no query.
    */
   async heldBack(runner: QueryRunner, claimed: readonly ClaimedRow[]): Promise<Set<string>> {
-    const keys = [...new Set(claimed.map((row) => row.orderingKey).filter((key) => key !== null))];
+    const keys = keysToRecheck(claimed);
     if (keys.length === 0) return new Set();
     // Per key, the first pending or parked row this claim does not hold: every claimed row of the key after it
     // waits. One subquery per status, each on its own partial index (LEAST skips a null).
