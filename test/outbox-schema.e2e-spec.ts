@@ -48,27 +48,40 @@ describe('outbox and inbox schema', () => {
     const plans: string[] = [];
     const heldBackPlans: string[] = [];
     const store = new OutboxStore({ dataSource: db.dataSource } as ResolvedMessagingOptions);
-    /** Opens the claim's transaction as the relay does, then EXPLAINs the claim instead of running it. */
+    /** Opens the claim's transaction as the relay does, then EXPLAINs the claim and the re-check instead of running them. */
     const explainClaim = async (): Promise<void> => {
       const runner = db.dataSource.createQueryRunner();
+      const client = (await runner.connect()) as {
+        query(text: string): Promise<Array<{ rows: Array<{ 'QUERY PLAN': string }> }>>;
+      };
       const explaining = {
+        // The claim goes to the driver's client, with BEGIN and its settings ahead of it in the same text.
+        connect: async () => ({
+          query: async (text: string) => {
+            const claimAt = text.indexOf('WITH retrying');
+            const results = await client.query(`${text.slice(0, claimAt)}EXPLAIN ${text.slice(claimAt)}`);
+            plans.push(results[results.length - 1].rows.map((row) => row['QUERY PLAN']).join('\n'));
+            return [...results.slice(0, -1), { rows: [] }];
+          },
+        }),
         query: async (sql: string, parameters?: unknown[]) => {
-          const into = sql.startsWith('WITH')
-            ? plans
-            : sql.startsWith('SELECT k.key')
-              ? heldBackPlans
-              : undefined;
-          if (!into) return runner.query(sql, parameters) as Promise<unknown>;
+          if (!sql.startsWith('SELECT k.key')) return runner.query(sql, parameters) as Promise<unknown>;
           const rows = (await runner.query(`EXPLAIN ${sql}`, parameters)) as Array<{ 'QUERY PLAN': string }>;
-          into.push(rows.map((row) => row['QUERY PLAN']).join('\n'));
+          heldBackPlans.push(rows.map((row) => row['QUERY PLAN']).join('\n'));
           return [];
         },
       } as unknown as QueryRunner;
       try {
-        await store.begin(explaining);
         await store.claim(explaining, 200);
+        // A row whose key's chain is broken (a pending row of its key before it, outside the claim).
         await store.heldBack(explaining, [
-          { id: '12', orderingKey: 'key-12', attempts: 0, message: {} as ClaimedRow['message'] },
+          {
+            id: '12',
+            orderingKey: 'key-12',
+            attempts: 0,
+            previousId: '2',
+            message: {} as ClaimedRow['message'],
+          },
         ]);
       } finally {
         await store.rollback(explaining);
@@ -89,6 +102,8 @@ describe('outbox and inbox schema', () => {
       // The rows that hold their keys back come from their own partial indexes, never a scan of the table.
       expect(plan).toMatch(/rm_outbox_retrying_idx/);
       expect(plan).toMatch(/rm_outbox_parked_idx/);
+      // Each claimed row's previous pending row of its key: one probe of the pending rows' key index.
+      expect(plan).toMatch(/Index Only Scan Backward using rm_outbox_pending_key_idx on rm_outbox e/);
       expect(plan).not.toMatch(/Seq Scan on rm_outbox/);
     }
     expect(heldBackPlans).toHaveLength(2);

@@ -154,7 +154,11 @@ export class OutboxRelay {
     }
   }
 
-  /** One round: claim, publish with confirms, mark, commit. Resolves with how many rows it claimed and settled. */
+  /**
+   * One round: claim (opening the transaction), re-check the keys the claim may have read stale (see
+   * OutboxStore.heldBack), publish with confirms, mark and commit. Two round trips to the database, three when
+   * a key needs the re-check. Resolves with how many rows it claimed and settled.
+   */
   private async relayBatch(
     dataSource: DataSource,
     limit: number,
@@ -162,7 +166,6 @@ export class OutboxRelay {
   ): Promise<{ claimed: number; settled: number }> {
     const runner = dataSource.createQueryRunner();
     try {
-      await this.store.begin(runner);
       const claimed = await this.store.claim(runner, limit, share);
       if (claimed.length === 0) {
         await this.store.complete(runner, []);

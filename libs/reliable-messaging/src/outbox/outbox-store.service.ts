@@ -17,6 +17,8 @@ export interface ClaimedRow {
   message: OutboundMessage;
   orderingKey: string | null;
   attempts: number;
+  /** The pending row of its key just before it, as the claim's snapshot had it; null without one or a key. */
+  previousId: string | null;
 }
 
 /** What became of a claimed row: published, set aside for good, or to be tried again after a delay. */
@@ -103,6 +105,51 @@ interface StoredRow {
   body: Buffer;
   ordering_key: string | null;
   attempts: number;
+  previous_id: string | null;
+}
+
+/**
+ * The ordering keys of a claim whose rows must be checked again with a fresh snapshot (see
+ * `OutboxStore.heldBack`): those whose claimed rows, in the claim's (id) order, do not form a chain, the first
+ * with no pending row of the key before it and each next one right after the one before.
+ *
+ * A row the claim skipped breaks its key's chain: one locked by another relay, or one the key's previous holder
+ * changed after the claim's snapshot (published, set to wait out a retry, parked). Where the chain holds, every
+ * row of the key that was pending in the snapshot before the last claimed one is in the claim, and none was
+ * parked (that would have kept the key out of the claim). A fresh snapshot could show no other: a published row
+ * never becomes pending again, and a row the claim's snapshot did not see at all was written by a transaction
+ * still running when the claim began, concurrent with the writes of the claimed rows, which promises no order
+ * between them.
+ */
+export function keysToRecheck(claimed: readonly ClaimedRow[]): string[] {
+  const last = new Map<string, string>();
+  const broken = new Set<string>();
+  for (const row of claimed) {
+    if (row.orderingKey === null) continue;
+    if (row.previousId !== (last.get(row.orderingKey) ?? null)) broken.add(row.orderingKey);
+    last.set(row.orderingKey, row.id);
+  }
+  return [...broken];
+}
+
+/** The part of node-postgres' client that runs a simple query: one result, or one per statement. */
+interface SimpleQueryClient {
+  query(text: string): Promise<{ rows: unknown[] } | Array<{ rows: unknown[] }>>;
+}
+
+/**
+ * Runs `text`, one or more statements without parameters, on `runner`'s connection in one round trip; resolves
+ * with the rows of its last statement.
+ *
+ * NOTE: TypeORM's `QueryRunner.query()` drops the rows of a query of several statements (node-postgres answers
+ * it with an array of results, which TypeORM does not expect), so this goes to the driver's client, which
+ * TypeORM hands out through `QueryRunner.connect()`.
+ */
+async function lastResultRows<T>(runner: QueryRunner, text: string): Promise<T[]> {
+  const client = (await runner.connect()) as SimpleQueryClient;
+  const results = await client.query(text);
+  const last = Array.isArray(results) ? results[results.length - 1] : results;
+  return last.rows as T[];
 }
 
 /**
@@ -142,51 +189,53 @@ export class OutboxStore {
     );
   }
 
-  /**
-   * Opens the claim's transaction on `runner`'s connection, managed here rather than through TypeORM so that
-   * a relay round costs three round trips: this, the claim, and the marks with the commit (`complete`).
-   */
-  async begin(runner: QueryRunner): Promise<void> {
-    // NOTE: the claim takes advisory locks in its scan's filter, so PostgreSQL must walk the pending index in id
-    // order under the LIMIT rather than sort: a sort would take a lock for every pending key. On a table without
-    // fresh statistics (a new or fast-churning outbox) the planner guesses a handful of pending rows and picks a
-    // bitmap scan and a sort, so both are switched off for this transaction.
-    await runner.query('BEGIN; SET LOCAL enable_sort = off; SET LOCAL enable_bitmapscan = off');
-  }
-
   /** Ends the claim's transaction without marking anything; its rows stay pending. */
   async rollback(runner: QueryRunner): Promise<void> {
     await runner.query('ROLLBACK');
   }
 
   /**
-   * Claims up to `limit` rows in the transaction `begin` opened. A keyed row is claimed only when this relay gets
+   * Opens the claim's transaction on `runner`'s connection and claims up to `limit` rows in it, in one round
+   * trip. A keyed row is claimed only when this relay gets
    * its key's advisory lock and no earlier row of that key is waiting out a retry delay or parked (a parked row
    * holds its key until it is retried or discarded); the walk is in id order,
    * so a key's rows come out in order. The keys waiting out a retry are found once per claim from the small
-   * index of failed rows, not by a subquery per row. `heldBack` then re-checks keyed rows with a fresh snapshot.
+   * index of failed rows, not by a subquery per row. Each keyed row comes with the id of the pending row of its
+   * key just before it, as the claim saw the table, for `heldBack` to tell whether its key needs a re-check.
    * With `share`, only the keys whose hash falls in that share are tried (rows without a key all are): the rounds
    * of one relay then split the keys between them and publish side by side, where each would otherwise take the
    * locks of every key in its batch and leave the others nothing to claim.
    */
   async claim(runner: QueryRunner, limit: number, share = { index: 0, of: 1 }): Promise<ClaimedRow[]> {
-    const rows = (await runner.query(
-      // One branch per status, so that each reads its own small partial index (retrying, parked): an OR of the
-      // two could only be served by a bitmap scan, which `begin` turns off, and would scan the whole table.
-      `WITH retrying AS MATERIALIZED (SELECT "ordering_key", min("id") AS first_id FROM (` +
+    // The numbers are written into the SQL, so that BEGIN, the settings and the claim go as one simple query.
+    const valid = [limit, share.of, share.index].every(Number.isInteger) && limit > 0 && share.index >= 0;
+    if (!valid || share.index >= share.of)
+      throw new Error(`invalid outbox claim: limit ${limit}, share ${share.index} of ${share.of}`);
+    const rows = await lastResultRows<StoredRow>(
+      runner,
+      // NOTE: the claim takes advisory locks in its scan's filter, so PostgreSQL must walk the pending index in
+      // id order under the LIMIT rather than sort: a sort would take a lock for every pending key. On a table
+      // without fresh statistics (a new or fast-churning outbox) the planner guesses a handful of pending rows
+      // and picks a bitmap scan and a sort, so both are switched off for this transaction.
+      'BEGIN; SET LOCAL enable_sort = off; SET LOCAL enable_bitmapscan = off; ' +
+        // One branch per status, so that each reads its own small partial index (retrying, parked): an OR of the
+        // two could only be served by a bitmap scan, which is off, and would scan the whole table.
+        `WITH retrying AS MATERIALIZED (SELECT "ordering_key", min("id") AS first_id FROM (` +
         `SELECT "ordering_key", "id" FROM "rm_outbox" WHERE "status" = 'pending' AND "attempts" > 0 ` +
         `AND "ordering_key" IS NOT NULL AND "available_at" > now() ` +
         `UNION ALL SELECT "ordering_key", "id" FROM "rm_outbox" WHERE "status" = 'parked' ` +
         `AND "ordering_key" IS NOT NULL) holding GROUP BY "ordering_key") ` +
-        `SELECT o."id", o."exchange", o."routing_key", o."properties", o."body", o."ordering_key", o."attempts" ` +
+        `SELECT o."id", o."exchange", o."routing_key", o."properties", o."body", o."ordering_key", o."attempts", ` +
+        // A parked row of the key before this one would have kept it out of the claim, so pending rows suffice.
+        `(SELECT max(e."id") FROM "rm_outbox" e WHERE e."ordering_key" = o."ordering_key" ` +
+        `AND e."status" = 'pending' AND e."id" < o."id") AS previous_id ` +
         `FROM "rm_outbox" o ` +
         `WHERE o."status" = 'pending' AND o."available_at" <= now() AND (o."ordering_key" IS NULL OR CASE ` +
-        `WHEN (hashtext(o."ordering_key") & 2147483647) % $2 <> $3 THEN false ` +
+        `WHEN (hashtext(o."ordering_key") & 2147483647) % ${share.of} <> ${share.index} THEN false ` +
         `WHEN EXISTS (SELECT 1 FROM retrying r WHERE r."ordering_key" = o."ordering_key" AND r.first_id < o."id") THEN false ` +
         `ELSE pg_try_advisory_xact_lock(${ORDERING_LOCK_NAMESPACE}, hashtext(o."ordering_key")) END) ` +
-        `ORDER BY o."id" LIMIT $1 FOR UPDATE OF o SKIP LOCKED`,
-      [limit, share.of, share.index],
-    )) as StoredRow[];
+        `ORDER BY o."id" LIMIT ${limit} FOR UPDATE OF o SKIP LOCKED`,
+    );
     return rows.map((row) => ({
       id: String(row.id),
       message: {
@@ -197,18 +246,21 @@ export class OutboxStore {
       },
       orderingKey: row.ordering_key,
       attempts: row.attempts,
+      previousId: row.previous_id === null ? null : String(row.previous_id),
     }));
   }
 
   /**
    * The claimed keyed rows that must wait because an earlier row of their key is pending or parked outside this
    * claim.
-   * Run after `claim`, as a new statement: its snapshot is taken after this relay got the keys' advisory locks,
-   * so it sees every change the key's previous holder committed (a retry delay set, say), which the claim's
-   * older snapshot may have missed.
+   * The claim's snapshot was taken before it got the keys' advisory locks, so it may have missed a change the
+   * key's previous holder committed meanwhile (a retry delay set on an earlier row, say), after which the claim
+   * skipped that row and took the later ones. Such a key shows as a broken chain (see `keysToRecheck`); only
+   * those keys are read again, as a new statement whose snapshot sees every such change. When every key's chain
+   * holds, this costs no query.
    */
   async heldBack(runner: QueryRunner, claimed: readonly ClaimedRow[]): Promise<Set<string>> {
-    const keys = [...new Set(claimed.map((row) => row.orderingKey).filter((key) => key !== null))];
+    const keys = keysToRecheck(claimed);
     if (keys.length === 0) return new Set();
     // Per key, the first pending or parked row this claim does not hold: every claimed row of the key after it
     // waits. One subquery per status, each on its own partial index (LEAST skips a null).
