@@ -36,11 +36,17 @@ describe('FakeReceiptClient', () => {
     const client = new FakeReceiptClient({ latencyMs: 0 });
     client.failNext(1, 'order-b');
 
-    const other = await client.send({ ...REQUEST, orderId: 'order-a' }, { idempotencyKey: 'receipt:order-a' });
+    const other = await client.send(
+      { ...REQUEST, orderId: 'order-a' },
+      { idempotencyKey: 'receipt:order-a' },
+    );
     await expect(
       client.send({ ...REQUEST, orderId: 'order-b' }, { idempotencyKey: 'receipt:order-b' }),
     ).rejects.toBeInstanceOf(ReceiptServiceUnavailableError);
-    const retried = await client.send({ ...REQUEST, orderId: 'order-b' }, { idempotencyKey: 'receipt:order-b' });
+    const retried = await client.send(
+      { ...REQUEST, orderId: 'order-b' },
+      { idempotencyKey: 'receipt:order-b' },
+    );
 
     expect(client.sentUnder('receipt:order-a')).toEqual(other);
     expect(client.sentUnder('receipt:order-b')).toEqual(retried);
