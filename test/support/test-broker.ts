@@ -1,10 +1,6 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { promisify } from 'node:util';
 import * as amqp from 'amqplib';
 import { waitFor } from './wait-for';
-
-const run = promisify(execFile);
 
 /** The broker end-to-end specs use when `AMQP_URL` is not set. */
 export const DEFAULT_AMQP_URL = 'amqp://guest:guest@127.0.0.1:5672';
@@ -50,7 +46,7 @@ export class TestBroker {
 
   /**
    * A confirm channel on this helper's connection, for declarations the helpers do not cover. Reopened after the
-   * broker closed it (a failed passive check, or {@link closeAllConnections}).
+   * broker closed it (a failed passive check, or the connection closed from the broker's side).
    */
   async openChannel(): Promise<amqp.ConfirmChannel> {
     if (this.channel) return this.channel;
@@ -152,12 +148,4 @@ export class TestBroker {
     this.channel = undefined;
     await connection?.close().catch(() => undefined);
   }
-}
-
-/**
- * Makes the broker close every client connection in the default virtual host, as a broker restart would
- * (runs `rabbitmqctl close_all_connections`, so it needs the broker on this machine).
- */
-export async function closeAllConnections(): Promise<void> {
-  await run('rabbitmqctl', ['-q', 'close_all_connections', 'test']);
 }
