@@ -16,8 +16,8 @@ module.exports = {
   globalTeardown: '<rootDir>/test/support/sweep-broker.mjs',
   reporters: ['default', '<rootDir>/test/support/closing-line.reporter.cjs'],
   moduleNameMapper: {
-    '^@app/reliable-messaging$': '<rootDir>/libs/reliable-messaging/src',
-    '^@app/reliable-messaging/(.*)$': '<rootDir>/libs/reliable-messaging/src/$1',
+    '^nestjs-reliable-messaging$': '<rootDir>/libs/reliable-messaging/src',
+    '^nestjs-reliable-messaging/(.*)$': '<rootDir>/libs/reliable-messaging/src/$1',
   },
   transform: {
     '^.+\\.ts$': [

@@ -1,7 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from '@app/reliable-messaging/typeorm';
+import {
+  RELIABLE_MESSAGING_ENTITIES,
+  RELIABLE_MESSAGING_MIGRATIONS,
+} from 'nestjs-reliable-messaging/typeorm';
 
 /** The PostgreSQL server the benchmarks use: `DATABASE_URL`, else the local default. Only host, port and user matter. */
 export const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';

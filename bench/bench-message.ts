@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Options } from 'amqplib';
 import { IsInt, IsISO8601, IsString, Length, Min } from 'class-validator';
-import { HEADERS, MessageType } from '@app/reliable-messaging';
+import { HEADERS, MessageType } from 'nestjs-reliable-messaging';
 
 /** The message every benchmark sends: a small, realistic event validated with five rules. */
 @MessageType({

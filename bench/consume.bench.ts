@@ -1,8 +1,8 @@
 import { Injectable, Module, type DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { ChannelModel, ConsumeMessage } from 'amqplib';
-import { Consume, ReliableMessagingModule, type QueueType } from '@app/reliable-messaging';
-import { ConsumerRegistry } from '@app/reliable-messaging/operations';
+import { Consume, ReliableMessagingModule, type QueueType } from 'nestjs-reliable-messaging';
+import { ConsumerRegistry } from 'nestjs-reliable-messaging/operations';
 import { BenchOrderPlaced, rawEnvelope, type BenchEnvelope } from './bench-message';
 import {
   alternate,

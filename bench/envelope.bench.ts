@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { HEADERS } from '@app/reliable-messaging';
+import { HEADERS } from 'nestjs-reliable-messaging';
 import { benchMessage, rawEnvelope, type BenchEnvelope } from './bench-message';
 import { prepublish, rawDrain } from './consume.bench';
 import {

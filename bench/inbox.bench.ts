@@ -2,7 +2,7 @@ import { Injectable, Module, type DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
-import { Consume, ReliableMessagingModule, type MessageContext } from '@app/reliable-messaging';
+import { Consume, ReliableMessagingModule, type MessageContext } from 'nestjs-reliable-messaging';
 import { BenchOrderPlaced } from './bench-message';
 import { createBenchDatabase } from './bench-database';
 import { prepublish } from './consume.bench';

@@ -7,7 +7,7 @@ import {
   MessagePublisher,
   ReliableMessagingModule,
   type MessageContext,
-} from '@app/reliable-messaging';
+} from 'nestjs-reliable-messaging';
 import { BenchOrderPlaced, benchMessage, rawEnvelope } from './bench-message';
 import {
   AMQP_URL,

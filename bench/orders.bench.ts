@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
-import { delayLevelNames, deliverExchangeName } from '@app/reliable-messaging/operations';
+import { delayLevelNames, deliverExchangeName } from 'nestjs-reliable-messaging/operations';
 import { messagingNames } from '../apps/order-service/src/config/messaging-names';
 import { orderDataSourceOptions } from '../apps/order-service/src/database/order-data-source';
 import { describeExit, OrderServiceProcess } from '../apps/order-service/src/demo/order-service-process';

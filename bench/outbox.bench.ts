@@ -7,8 +7,8 @@ import {
   ReliableMessagingModule,
   type QueueType,
   type ReliableMessagingModuleOptions,
-} from '@app/reliable-messaging';
-import { OutboxRelay } from '@app/reliable-messaging/operations';
+} from 'nestjs-reliable-messaging';
+import { OutboxRelay } from 'nestjs-reliable-messaging/operations';
 import { benchMessage, rawEnvelope } from './bench-message';
 import { createBenchDatabase, type BenchDatabase } from './bench-database';
 import { pgbenchFloor } from './pgbench-floor';

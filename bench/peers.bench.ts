@@ -4,8 +4,8 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { NestFactory } from '@nestjs/core';
 import type { ChannelModel } from 'amqplib';
-import type { QueueType } from '@app/reliable-messaging';
-import { ConsumerRegistry } from '@app/reliable-messaging/operations';
+import type { QueueType } from 'nestjs-reliable-messaging';
+import { ConsumerRegistry } from 'nestjs-reliable-messaging/operations';
 import { prepublish } from './consume.bench';
 import {
   AMQP_URL,

@@ -4,8 +4,8 @@ import { Session } from 'node:inspector/promises';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { Channel, ConsumeMessage } from 'amqplib';
-import { Consume, ReliableMessagingModule } from '@app/reliable-messaging';
-import { ConsumerRegistry } from '@app/reliable-messaging/operations';
+import { Consume, ReliableMessagingModule } from 'nestjs-reliable-messaging';
+import { ConsumerRegistry } from 'nestjs-reliable-messaging/operations';
 import { BenchOrderPlaced, rawEnvelope } from './bench-message';
 import { AMQP_URL, deleteByPrefix, rawConnection, uniquePrefix } from './harness';
 

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { ChannelModel, ConfirmChannel } from 'amqplib';
-import { MessagePublisher, ReliableMessagingModule, type QueueType } from '@app/reliable-messaging';
+import { MessagePublisher, ReliableMessagingModule, type QueueType } from 'nestjs-reliable-messaging';
 import { benchMessage, rawEnvelope } from './bench-message';
 import {
   alternate,

@@ -10,7 +10,7 @@ import {
   MessageType,
   ReliableMessagingModule,
   type ReliableMessagingModuleOptions,
-} from '@app/reliable-messaging';
+} from 'nestjs-reliable-messaging';
 import { HealthModule } from '../apps/order-service/src/health/health.module';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { uniqueQueue } from './support/messaging-app';

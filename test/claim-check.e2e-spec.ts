@@ -14,7 +14,7 @@ import {
   PayloadTooLargeError,
   type MessageContext,
   type ReliableMessagingModuleOptions,
-} from '@app/reliable-messaging';
+} from 'nestjs-reliable-messaging';
 import {
   ClaimCheckPruner,
   ClaimCheckStoreUnavailableError,
@@ -23,8 +23,8 @@ import {
   PostgresClaimCheckStore,
   S3ClaimCheckStore,
   type ClaimCheckStore,
-} from '@app/reliable-messaging/claim-check';
-import { DEAD_LETTER_HEADERS, DeadLetterOperations } from '@app/reliable-messaging/dead-letters';
+} from 'nestjs-reliable-messaging/claim-check';
+import { DEAD_LETTER_HEADERS, DeadLetterOperations } from 'nestjs-reliable-messaging/dead-letters';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { S3TestServer } from './support/s3-test-server';

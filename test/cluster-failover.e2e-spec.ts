@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { IsInt } from 'class-validator';
-import { Consume, MessageType, type MessageContext } from '@app/reliable-messaging';
-import { OutboxMonitor, ConsumerConnection } from '@app/reliable-messaging/operations';
+import { Consume, MessageType, type MessageContext } from 'nestjs-reliable-messaging';
+import { OutboxMonitor, ConsumerConnection } from 'nestjs-reliable-messaging/operations';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { RabbitCluster, type ClusterNode } from '../apps/order-service/src/faults/rabbit-cluster';

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { IsString } from 'class-validator';
-import { Consume, MessageType, type MessageContext } from '@app/reliable-messaging';
-import { ConsumerRegistry } from '@app/reliable-messaging/operations';
+import { Consume, MessageType, type MessageContext } from 'nestjs-reliable-messaging';
+import { ConsumerRegistry } from 'nestjs-reliable-messaging/operations';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

@@ -1,19 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import type { Channel, ChannelModel } from 'amqplib';
-import { ConsumerConnection } from '@app/reliable-messaging/operations';
-import { TopologyService } from '@app/reliable-messaging/amqp/topology.service';
-import type { ConsumerPlan } from '@app/reliable-messaging/consuming/consumer-plan';
-import { ConsumerRunner } from '@app/reliable-messaging/consuming/consumer-runner';
-import type { MessageHandler } from '@app/reliable-messaging/pipeline/message-middleware';
-import { OrderingTopology } from '@app/reliable-messaging/ordering/ordering-topology.service';
-import { LaneTopology } from '@app/reliable-messaging/lanes/lane-topology.service';
-import type { DelayTopology } from '@app/reliable-messaging/retry/delay-topology.service';
-import { RetryPolicy } from '@app/reliable-messaging/retry/retry-policy';
+import { ConsumerConnection } from 'nestjs-reliable-messaging/operations';
+import { TopologyService } from 'nestjs-reliable-messaging/amqp/topology.service';
+import type { ConsumerPlan } from 'nestjs-reliable-messaging/consuming/consumer-plan';
+import { ConsumerRunner } from 'nestjs-reliable-messaging/consuming/consumer-runner';
+import type { MessageHandler } from 'nestjs-reliable-messaging/pipeline/message-middleware';
+import { OrderingTopology } from 'nestjs-reliable-messaging/ordering/ordering-topology.service';
+import { LaneTopology } from 'nestjs-reliable-messaging/lanes/lane-topology.service';
+import type { DelayTopology } from 'nestjs-reliable-messaging/retry/delay-topology.service';
+import { RetryPolicy } from 'nestjs-reliable-messaging/retry/retry-policy';
 import {
   resolveOptions,
   type ResolvedMessagingOptions,
-} from '@app/reliable-messaging/reliable-messaging.options';
+} from 'nestjs-reliable-messaging/reliable-messaging.options';
 import { CapturingLogger } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

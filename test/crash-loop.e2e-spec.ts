@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { HEADERS } from '@app/reliable-messaging';
-import { DEAD_LETTER_HEADERS } from '@app/reliable-messaging/dead-letters';
+import { HEADERS } from 'nestjs-reliable-messaging';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
 import { ChildApp } from './support/child-app';
 import { TestBroker } from './support/test-broker';
 

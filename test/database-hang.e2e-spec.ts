@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { IsString } from 'class-validator';
 import { Registry } from 'prom-client';
-import { Consume, MessagingHealth, MessageType, type MessageContext } from '@app/reliable-messaging';
+import { Consume, MessagingHealth, MessageType, type MessageContext } from 'nestjs-reliable-messaging';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TcpProxy } from './support/tcp-proxy';

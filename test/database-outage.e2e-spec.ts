@@ -4,7 +4,13 @@ import { Injectable } from '@nestjs/common';
 import { IsString } from 'class-validator';
 import { Registry } from 'prom-client';
 import type { DataSource } from 'typeorm';
-import { Consume, HEADERS, MessagingHealth, MessageType, type MessageContext } from '@app/reliable-messaging';
+import {
+  Consume,
+  HEADERS,
+  MessagingHealth,
+  MessageType,
+  type MessageContext,
+} from 'nestjs-reliable-messaging';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, queueCounts, uniqueQueue } from './support/messaging-app';
 import { TcpProxy } from './support/tcp-proxy';

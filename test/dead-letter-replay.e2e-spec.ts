@@ -7,13 +7,13 @@ import {
   MessageType,
   NonRetryableError,
   type MessageContext,
-} from '@app/reliable-messaging';
+} from 'nestjs-reliable-messaging';
 import {
   DEAD_LETTER_HEADERS,
   DeadLetterOperations,
   InvalidDeadLetterQueryError,
-} from '@app/reliable-messaging/dead-letters';
-import { InboxStats } from '@app/reliable-messaging/operations';
+} from 'nestjs-reliable-messaging/dead-letters';
+import { InboxStats } from 'nestjs-reliable-messaging/operations';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';

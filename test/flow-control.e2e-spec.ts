@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { IsString } from 'class-validator';
-import { Consume, MessageType } from '@app/reliable-messaging';
+import { Consume, MessageType } from 'nestjs-reliable-messaging';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

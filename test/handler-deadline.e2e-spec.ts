@@ -7,7 +7,7 @@ import {
   HandlerDeadlineExceededError,
   MessageType,
   type MessageContext,
-} from '@app/reliable-messaging';
+} from 'nestjs-reliable-messaging';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

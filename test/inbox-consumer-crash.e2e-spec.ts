@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { HEADERS } from '@app/reliable-messaging';
+import { HEADERS } from 'nestjs-reliable-messaging';
 import { ChildApp } from './support/child-app';
 import { createMessagingDatabase, outboxRows, type MessagingDatabase } from './support/messaging-database';
 import { queueCounts } from './support/messaging-app';

@@ -2,9 +2,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { Injectable } from '@nestjs/common';
 import { IsString } from 'class-validator';
 import type { DataSource } from 'typeorm';
-import { Consume, MessagePublisher, MessageType, type MessageContext } from '@app/reliable-messaging';
-import { InboxStats } from '@app/reliable-messaging/operations';
-import { InboxPruner } from '@app/reliable-messaging/operations';
+import { Consume, MessagePublisher, MessageType, type MessageContext } from 'nestjs-reliable-messaging';
+import { InboxStats } from 'nestjs-reliable-messaging/operations';
+import { InboxPruner } from 'nestjs-reliable-messaging/operations';
 import { createMessagingDatabase, outboxRows, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, queueCounts, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';

@@ -7,9 +7,9 @@ import {
   MessagePublisher,
   MessageType,
   type MessageContext,
-} from '@app/reliable-messaging';
-import { DeadLetterOperations } from '@app/reliable-messaging/dead-letters';
-import { InboxStats } from '@app/reliable-messaging/operations';
+} from 'nestjs-reliable-messaging';
+import { DeadLetterOperations } from 'nestjs-reliable-messaging/dead-letters';
+import { InboxStats } from 'nestjs-reliable-messaging/operations';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';

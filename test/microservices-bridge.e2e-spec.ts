@@ -11,10 +11,10 @@ import {
 import { NestFactory } from '@nestjs/core';
 import { ClientProxy, Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
-import { MessagePublisher, ReliableMessagingModule, type MessageContext } from '@app/reliable-messaging';
-import { DEAD_LETTER_HEADERS } from '@app/reliable-messaging/dead-letters';
-import { ReliableMessagingClient, ReliableMessagingTransport } from '@app/reliable-messaging/microservices';
-import { ConsumerRegistry } from '@app/reliable-messaging/operations';
+import { MessagePublisher, ReliableMessagingModule, type MessageContext } from 'nestjs-reliable-messaging';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
+import { ReliableMessagingClient, ReliableMessagingTransport } from 'nestjs-reliable-messaging/microservices';
+import { ConsumerRegistry } from 'nestjs-reliable-messaging/operations';
 import { CapturingLogger } from './support/messaging-app';
 import {
   createMessagingDatabase,

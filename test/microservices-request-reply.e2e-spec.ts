@@ -9,9 +9,9 @@ import {
   RequestTimeoutError,
   ReliableMessagingModule,
   type MessageContext,
-} from '@app/reliable-messaging';
-import { ReliableMessagingClient, ReliableMessagingTransport } from '@app/reliable-messaging/microservices';
-import { ConsumerRegistry } from '@app/reliable-messaging/operations';
+} from 'nestjs-reliable-messaging';
+import { ReliableMessagingClient, ReliableMessagingTransport } from 'nestjs-reliable-messaging/microservices';
+import { ConsumerRegistry } from 'nestjs-reliable-messaging/operations';
 import { CapturingLogger } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { IsInt, IsOptional, IsString } from 'class-validator';
-import { ConfigurationError, Consume, MessageType, type MessageContext } from '@app/reliable-messaging';
+import { ConfigurationError, Consume, MessageType, type MessageContext } from 'nestjs-reliable-messaging';
 import { MessagingTestApp, queueCounts, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

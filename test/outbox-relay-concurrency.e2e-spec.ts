@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { OutboxMonitor } from '@app/reliable-messaging/operations';
+import { OutboxMonitor } from 'nestjs-reliable-messaging/operations';
 import { ChildApp } from './support/child-app';
 import type { MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp } from './support/messaging-app';

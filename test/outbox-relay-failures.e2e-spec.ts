@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { IsString } from 'class-validator';
-import { MessageType, type MessagePublisher } from '@app/reliable-messaging';
-import { OutboxMonitor, OutboxRelay } from '@app/reliable-messaging/operations';
-import { OutboxPruner } from '@app/reliable-messaging/operations';
+import { MessageType, type MessagePublisher } from 'nestjs-reliable-messaging';
+import { OutboxMonitor, OutboxRelay } from 'nestjs-reliable-messaging/operations';
+import { OutboxPruner } from 'nestjs-reliable-messaging/operations';
 import { outboxRows, type MessagingDatabase, type OutboxRowView } from './support/messaging-database';
 import { MessagingTestApp } from './support/messaging-app';
 import { outboxSetup, type OutboxSetup } from './support/outbox-setup';

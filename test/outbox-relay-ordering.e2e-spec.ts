@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ConsumeMessage } from 'amqplib';
-import { OutboxMonitor, OutboxRelay } from '@app/reliable-messaging/operations';
+import { OutboxMonitor, OutboxRelay } from 'nestjs-reliable-messaging/operations';
 import type { MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp } from './support/messaging-app';
 import { outboxSetup, type OutboxSetup } from './support/outbox-setup';

@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DataSource, type QueryRunner } from 'typeorm';
-import { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from '@app/reliable-messaging/typeorm';
-import { OutboxStore, type ClaimedRow } from '@app/reliable-messaging/outbox/outbox-store.service';
-import type { ResolvedMessagingOptions } from '@app/reliable-messaging/reliable-messaging.options';
+import {
+  RELIABLE_MESSAGING_ENTITIES,
+  RELIABLE_MESSAGING_MIGRATIONS,
+} from 'nestjs-reliable-messaging/typeorm';
+import { OutboxStore, type ClaimedRow } from 'nestjs-reliable-messaging/outbox/outbox-store.service';
+import type { ResolvedMessagingOptions } from 'nestjs-reliable-messaging/reliable-messaging.options';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { createTestDatabase } from './support/test-database';
 import { MessagingTestApp } from './support/messaging-app';

@@ -8,7 +8,7 @@ import {
   MessageType,
   NoTransactionError,
   PayloadTooLargeError,
-} from '@app/reliable-messaging';
+} from 'nestjs-reliable-messaging';
 import { outboxRows, waitForOutboxPublished, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp } from './support/messaging-app';
 import { outboxSetup, type OutboxSetup } from './support/outbox-setup';

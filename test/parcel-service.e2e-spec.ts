@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { MessagePublisher } from '@app/reliable-messaging';
-import { DEAD_LETTER_HEADERS } from '@app/reliable-messaging/dead-letters';
-import { ReliableMessagingTransport } from '@app/reliable-messaging/microservices';
-import { ConsumerRegistry } from '@app/reliable-messaging/operations';
+import { MessagePublisher } from 'nestjs-reliable-messaging';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
+import { ReliableMessagingTransport } from 'nestjs-reliable-messaging/microservices';
+import { ConsumerRegistry } from 'nestjs-reliable-messaging/operations';
 import { LabelBook } from '../apps/parcel-service/src/parcel.controller';
 import { ParcelModule } from '../apps/parcel-service/src/parcel.module';
 import { CapturingLogger } from './support/messaging-app';

@@ -8,8 +8,8 @@ import {
   MessageType,
   type InvalidMessageReason,
   type MessageContext,
-} from '@app/reliable-messaging';
-import { DEAD_LETTER_HEADERS } from '@app/reliable-messaging/dead-letters';
+} from 'nestjs-reliable-messaging';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

@@ -9,7 +9,7 @@ import {
   PublishError,
   PublishRejectedError,
   UnroutableMessageError,
-} from '@app/reliable-messaging';
+} from 'nestjs-reliable-messaging';
 import { MessagingTestApp } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 

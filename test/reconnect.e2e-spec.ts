@@ -7,7 +7,7 @@ import {
   PublishError,
   PublishTimeoutError,
   type MessageContext,
-} from '@app/reliable-messaging';
+} from 'nestjs-reliable-messaging';
 import { closeConnectionsNamed, MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { sleep, waitFor } from './support/wait-for';

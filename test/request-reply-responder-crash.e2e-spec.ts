@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { RequestTimeoutError } from '@app/reliable-messaging';
+import { RequestTimeoutError } from 'nestjs-reliable-messaging';
 import { ChildApp } from './support/child-app';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';

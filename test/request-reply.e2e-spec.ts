@@ -12,7 +12,7 @@ import {
   RequestTimeoutError,
   UnroutableMessageError,
   type MessageContext,
-} from '@app/reliable-messaging';
+} from 'nestjs-reliable-messaging';
 import { closeConnectionsNamed, MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

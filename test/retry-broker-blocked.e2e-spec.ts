@@ -3,7 +3,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { IsString } from 'class-validator';
-import { Consume, HEADERS, MessageType, type MessageContext } from '@app/reliable-messaging';
+import { Consume, HEADERS, MessageType, type MessageContext } from 'nestjs-reliable-messaging';
 import { clearMemoryAlarm, withMemoryAlarm } from './support/broker-alarm';
 import { MessagingTestApp, queueCounts, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';

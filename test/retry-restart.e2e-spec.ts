@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { HEADERS } from '@app/reliable-messaging';
-import { delayLevelNames } from '@app/reliable-messaging/operations';
+import { HEADERS } from 'nestjs-reliable-messaging';
+import { delayLevelNames } from 'nestjs-reliable-messaging/operations';
 import { ChildApp } from './support/child-app';
 import { queueCounts } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';

@@ -3,8 +3,8 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { IsString } from 'class-validator';
-import { Consume, MessageType } from '@app/reliable-messaging';
-import { TopologyMismatchError } from '@app/reliable-messaging/operations';
+import { Consume, MessageType } from 'nestjs-reliable-messaging';
+import { TopologyMismatchError } from 'nestjs-reliable-messaging/operations';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 

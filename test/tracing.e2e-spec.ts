@@ -8,7 +8,7 @@ import {
 } from '@nestjs/common';
 import { context, SpanKind, trace } from '@opentelemetry/api';
 import { IsString } from 'class-validator';
-import { Consume, MessagePublisher, MessageType, type MessageContext } from '@app/reliable-messaging';
+import { Consume, MessagePublisher, MessageType, type MessageContext } from 'nestjs-reliable-messaging';
 import { InMemoryTracing, parentSpanId } from './support/in-memory-tracing';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';

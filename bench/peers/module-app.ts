@@ -1,5 +1,5 @@
 import { Injectable, Module, type DynamicModule } from '@nestjs/common';
-import { Consume, ReliableMessagingModule, type QueueType } from '@app/reliable-messaging';
+import { Consume, ReliableMessagingModule, type QueueType } from 'nestjs-reliable-messaging';
 import { BenchOrderPlaced } from '../bench-message';
 import type { Progress } from '../harness';
 

@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import type { QueueType } from '@app/reliable-messaging';
+import type { QueueType } from 'nestjs-reliable-messaging';
 import { Progress, type Measurement } from '../harness';
 
 /** How long a contender waits after its run before it closes: see runPeer. */

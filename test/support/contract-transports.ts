@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import * as amqp from 'amqplib';
 import type { ChannelModel } from 'amqplib';
-import type { ReliableMessagingModuleOptions } from '@app/reliable-messaging';
-import { InMemoryBroker, InMemoryConnection } from '@app/reliable-messaging/testing';
+import type { ReliableMessagingModuleOptions } from 'nestjs-reliable-messaging';
+import { InMemoryBroker, InMemoryConnection } from 'nestjs-reliable-messaging/testing';
 import { DEFAULT_AMQP_URL } from './test-broker';
 
 /**

@@ -7,8 +7,8 @@ import {
   MessagePublisher,
   ReliableMessagingModule,
   type ReliableMessagingModuleOptions,
-} from '@app/reliable-messaging';
-import { ConsumerRegistry, delayLevelNames, deliverExchangeName } from '@app/reliable-messaging/operations';
+} from 'nestjs-reliable-messaging';
+import { ConsumerRegistry, delayLevelNames, deliverExchangeName } from 'nestjs-reliable-messaging/operations';
 import type { TestBroker } from './test-broker';
 
 const run = promisify(execFile);

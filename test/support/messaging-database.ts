@@ -1,5 +1,8 @@
 import { DataSource } from 'typeorm';
-import { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from '@app/reliable-messaging/typeorm';
+import {
+  RELIABLE_MESSAGING_ENTITIES,
+  RELIABLE_MESSAGING_MIGRATIONS,
+} from 'nestjs-reliable-messaging/typeorm';
 import { createTestDatabase, type TestDatabase } from './test-database';
 import { waitFor } from './wait-for';
 

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { HEADERS } from '@app/reliable-messaging';
+import { HEADERS } from 'nestjs-reliable-messaging';
 import type { TestBroker } from './test-broker';
 
 /** The table the ordering fixture app (test/fixtures/ordering-app.ts) writes each handled step to. */

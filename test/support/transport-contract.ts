@@ -12,13 +12,13 @@ import {
   NonRetryableError,
   ReliableMessagingModule,
   type MessageContext,
-} from '@app/reliable-messaging';
-import { DEAD_LETTER_HEADERS } from '@app/reliable-messaging/dead-letters';
+} from 'nestjs-reliable-messaging';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
 import {
   DELAY_RESOLUTION_MS,
   deliverExchangeName,
   delayLevelNames,
-} from '@app/reliable-messaging/operations';
+} from 'nestjs-reliable-messaging/operations';
 import type { Transport } from './contract-transports';
 import { waitFor } from './wait-for';
 

@@ -1,7 +1,7 @@
 import { Controller, Inject, Injectable, Logger } from '@nestjs/common';
 import { ClientProxy, Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
-import type { MessageContext } from '@app/reliable-messaging';
+import type { MessageContext } from 'nestjs-reliable-messaging';
 
 /** The client's token, as it was under Nest's RMQ transport (`ClientsModule.register([{ name: PARCELS }])`). */
 export const PARCELS = 'PARCELS';

@@ -1,7 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { ReliableMessagingModule } from '@app/reliable-messaging';
-import { ReliableMessagingClient } from '@app/reliable-messaging/microservices';
+import { ReliableMessagingModule } from 'nestjs-reliable-messaging';
+import { ReliableMessagingClient } from 'nestjs-reliable-messaging/microservices';
 import { LabelBook, PARCELS, ParcelController } from './parcel.controller';
 
 /** Where the parcel service connects. */

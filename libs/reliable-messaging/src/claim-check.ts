@@ -1,5 +1,5 @@
 /**
- * The claim check's stores and options, imported as `@app/reliable-messaging/claim-check` (docs/claim-check.md):
+ * The claim check's stores and options, imported as `nestjs-reliable-messaging/claim-check` (docs/claim-check.md):
  * give the module `claimCheck: { store, thresholdBytes }`, or mark message classes with
  * `@MessageType({ claimCheck: { thresholdBytes } })`. Its table is in `/typeorm`.
  */

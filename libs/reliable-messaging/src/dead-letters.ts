@@ -1,5 +1,5 @@
 /**
- * The operator's tools for dead letters and parked outbox rows, imported as `@app/reliable-messaging/dead-letters`:
+ * The operator's tools for dead letters and parked outbox rows, imported as `nestjs-reliable-messaging/dead-letters`:
  * the `dlq` command line, the opt-in HTTP admin module, and the operations both run on (dead letters: list, show,
  * replay, edit, purge; parked outbox rows: list, show, retry, discard) with the audit trail they write.
  * Dead-lettering and the outbox themselves need none of this: they run inside ReliableMessagingModule.

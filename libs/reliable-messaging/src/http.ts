@@ -1,5 +1,5 @@
 /**
- * Idempotent HTTP commands, imported as `@app/reliable-messaging/http`: the `Idempotency-Key` header
+ * Idempotent HTTP commands, imported as `nestjs-reliable-messaging/http`: the `Idempotency-Key` header
  * (draft-ietf-httpapi-idempotency-key-header) on route handlers, kept in the handler's own transaction, so a
  * client retrying a request whose response was lost gets that response instead of a second order. Its own entry
  * point: it is for the HTTP edge of an app, not for its messaging, and the root API stays at 40 symbols.

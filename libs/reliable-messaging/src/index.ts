@@ -1,13 +1,13 @@
 /**
- * Reliable messaging over RabbitMQ for NestJS, imported as `@app/reliable-messaging`: what an application touches
+ * Reliable messaging over RabbitMQ for NestJS, imported as `nestjs-reliable-messaging`: what an application touches
  * to consume, publish and run. The rest has its own entry point:
  *
- * - `@app/reliable-messaging/typeorm`: the outbox, inbox and audit entities and their migrations;
- * - `@app/reliable-messaging/dead-letters`: the `dlq` command line, the HTTP admin module and their operations;
- * - `@app/reliable-messaging/operations`: monitors, stats, connections and the names of the broker objects the
+ * - `nestjs-reliable-messaging/typeorm`: the outbox, inbox and audit entities and their migrations;
+ * - `nestjs-reliable-messaging/dead-letters`: the `dlq` command line, the HTTP admin module and their operations;
+ * - `nestjs-reliable-messaging/operations`: monitors, stats, connections and the names of the broker objects the
  *   module declares, for operators' scripts and harnesses;
- * - `@app/reliable-messaging/testing`: fault points for tests that must stop the module at an exact moment;
- * - `@app/reliable-messaging/safe-json`: the decoder's strict UTF-8 and a JSON parser with limits, for HTTP bodies.
+ * - `nestjs-reliable-messaging/testing`: fault points for tests that must stop the module at an exact moment;
+ * - `nestjs-reliable-messaging/safe-json`: the decoder's strict UTF-8 and a JSON parser with limits, for HTTP bodies.
  */
 
 /** The module: `ReliableMessagingModule.forRoot(options)` or `forRootAsync(...)` in the app's root module. */

@@ -1,5 +1,5 @@
 /**
- * The bridge from `@nestjs/microservices`, imported as `@app/reliable-messaging/microservices`: serve existing
+ * The bridge from `@nestjs/microservices`, imported as `nestjs-reliable-messaging/microservices`: serve existing
  * `@EventPattern()` handlers through the module's reliability pipeline, and emit events through its publisher
  * (the outbox with a `dataSource`). See docs/handlers.md, "Coming from Nest's RMQ transport".
  */

@@ -1,6 +1,6 @@
 /**
  * What operators' scripts, dashboards and harnesses reach beyond an application's own code, imported as
- * `@app/reliable-messaging/operations`: the monitors and stats behind the health checks and metrics, the consumers
+ * `nestjs-reliable-messaging/operations`: the monitors and stats behind the health checks and metrics, the consumers
  * and connections at run time, the pruners on demand, and the names of the broker objects the module declares.
  */
 

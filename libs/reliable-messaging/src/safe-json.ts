@@ -1,5 +1,5 @@
 /**
- * Strict JSON for input from outside, imported as `@app/reliable-messaging/safe-json`: the UTF-8 decoding the
+ * Strict JSON for input from outside, imported as `nestjs-reliable-messaging/safe-json`: the UTF-8 decoding the
  * message decoder applies to every delivery, and a parser with limits for HTTP bodies and other edges, so an app
  * refuses at its door what the module refuses at the queue.
  */

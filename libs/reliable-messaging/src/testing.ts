@@ -1,5 +1,5 @@
 /**
- * For tests, imported as `@app/reliable-messaging/testing`: the testing module and its harness, which run an app's
+ * For tests, imported as `nestjs-reliable-messaging/testing`: the testing module and its harness, which run an app's
  * handlers on an in-memory broker, and the fault points, which stop the module
  * at one exact moment (between a handler's commit and its ack, between the broker's confirm and the outbox's mark)
  * so a test can kill the process there and prove nothing is lost or applied twice.

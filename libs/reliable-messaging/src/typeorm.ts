@@ -1,5 +1,5 @@
 /**
- * The module's tables, imported as `@app/reliable-messaging/typeorm`: add the entities and migrations to the app's
+ * The module's tables, imported as `nestjs-reliable-messaging/typeorm`: add the entities and migrations to the app's
  * TypeORM DataSource (`migrationsRun: true`, never `synchronize`), so the tables exist before the module starts.
  */
 
@@ -19,7 +19,7 @@ export { DeadLetterAuditEntity } from './dead-letter-admin/dead-letter-audit.ent
 export { CreateDeadLetterAudit1767225600003 } from './dead-letter-admin/create-dead-letter-audit.migration';
 export { AllowOutboxAuditActions1767225600006 } from './dead-letter-admin/allow-outbox-audit-actions.migration';
 
-/** The HTTP idempotency keys of `@Idempotent()` routes (`@app/reliable-messaging/http`), and their migration. */
+/** The HTTP idempotency keys of `@Idempotent()` routes (`nestjs-reliable-messaging/http`), and their migration. */
 export { IdempotencyKeyEntity } from './idempotency/idempotency-key.entity';
 export { CreateIdempotencyKeys1767225600004 } from './idempotency/create-idempotency-keys.migration';
 

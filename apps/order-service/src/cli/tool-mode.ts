@@ -1,4 +1,4 @@
-import type { ReliableMessagingModuleOptions } from '@app/reliable-messaging';
+import type { ReliableMessagingModuleOptions } from 'nestjs-reliable-messaging';
 
 /** Set by a command-line tool before it boots the app: the app then consumes nothing and relays nothing. */
 export const TOOL_MODE_ENV = 'ORDER_SERVICE_TOOL_MODE';

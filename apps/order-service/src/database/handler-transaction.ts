@@ -1,4 +1,4 @@
-import type { MessageContext } from '@app/reliable-messaging';
+import type { MessageContext } from 'nestjs-reliable-messaging';
 import type { EntityManager } from 'typeorm';
 
 /**

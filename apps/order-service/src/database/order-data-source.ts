@@ -1,5 +1,8 @@
 import type { TypeOrmModuleOptions } from '@nestjs/typeorm';
-import { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from '@app/reliable-messaging/typeorm';
+import {
+  RELIABLE_MESSAGING_ENTITIES,
+  RELIABLE_MESSAGING_MIGRATIONS,
+} from 'nestjs-reliable-messaging/typeorm';
 import { OrderItem } from '../orders/order-item.entity';
 import { Order } from '../orders/order.entity';
 import { Payment } from '../payment/payment.entity';

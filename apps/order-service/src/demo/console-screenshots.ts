@@ -17,15 +17,18 @@ import { NestFactory } from '@nestjs/core';
 import amqp from 'amqplib';
 import { IsInt, IsString, Min } from 'class-validator';
 import { DataSource } from 'typeorm';
-import { Consume, MessagePublisher, MessageType, ReliableMessagingModule } from '@app/reliable-messaging';
-import { DeadLetterAdminModule } from '@app/reliable-messaging/dead-letters';
+import { Consume, MessagePublisher, MessageType, ReliableMessagingModule } from 'nestjs-reliable-messaging';
+import { DeadLetterAdminModule } from 'nestjs-reliable-messaging/dead-letters';
 import {
   DeadLetterMonitor,
   delayLevelNames,
   deliverExchangeName,
   OutboxMonitor,
-} from '@app/reliable-messaging/operations';
-import { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from '@app/reliable-messaging/typeorm';
+} from 'nestjs-reliable-messaging/operations';
+import {
+  RELIABLE_MESSAGING_ENTITIES,
+  RELIABLE_MESSAGING_MIGRATIONS,
+} from 'nestjs-reliable-messaging/typeorm';
 import { DEFAULT_DATABASE_URL } from '../config/app-config';
 import { DemoEnvironment } from './demo-environment';
 import { launchChromium } from './headless-chromium';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ChannelModel } from 'amqplib';
-import { delayLevelNames, deliverExchangeName } from '@app/reliable-messaging/operations';
+import { delayLevelNames, deliverExchangeName } from 'nestjs-reliable-messaging/operations';
 import { Client } from 'pg';
 import { messagingNames, type MessagingNames } from '../config/messaging-names';
 

@@ -1,4 +1,4 @@
-import type { DeadLetter, DeadLetterOperationResult } from '@app/reliable-messaging/dead-letters';
+import type { DeadLetter, DeadLetterOperationResult } from 'nestjs-reliable-messaging/dead-letters';
 import { openDeadLetterTool } from './dead-letter-tool';
 import type { DemoContext, DemoStep } from './demo-step';
 import { pollUntil } from './poll-until';

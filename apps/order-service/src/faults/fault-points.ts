@@ -1,7 +1,7 @@
 import { type CallHandler, type ExecutionContext, Logger, type NestInterceptor } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { tap } from 'rxjs/operators';
-import { installFaultPoints as installModuleFaultPoints } from '@app/reliable-messaging/testing';
+import { installFaultPoints as installModuleFaultPoints } from 'nestjs-reliable-messaging/testing';
 
 /** Set to `1` by the fault matrix (`npm run faults`) only: installs the fault points below. */
 export const FAULT_POINTS_ENV = 'FAULT_POINTS';
@@ -20,7 +20,7 @@ export const RELAY_STOPPED_LINE =
 
 /**
  * Moments a crash can hit that random timing rarely finds, opened for the fault matrix through the module's
- * fault points (`@app/reliable-messaging/testing`). They are installed only when `FAULT_POINTS=1`:
+ * fault points (`nestjs-reliable-messaging/testing`). They are installed only when `FAULT_POINTS=1`:
  *
  * - `FAULT_ACK_DELAY_MS=n` sends each acknowledgement n ms after the handler's transaction committed, so a
  *   SIGKILL lands between commit and ack on many deliveries at once;

@@ -7,7 +7,7 @@ import {
   ServiceUnavailableException,
 } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
-import { isDatabaseUnavailableError } from '@app/reliable-messaging/typeorm';
+import { isDatabaseUnavailableError } from 'nestjs-reliable-messaging/typeorm';
 import type { Request, Response } from 'express';
 import { QueryFailedError } from 'typeorm';
 

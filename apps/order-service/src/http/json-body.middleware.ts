@@ -6,7 +6,7 @@ import {
   UnsupportedMediaTypeException,
   type NestMiddleware,
 } from '@nestjs/common';
-import { parseUntrustedJson, UntrustedJsonError, type JsonLimits } from '@app/reliable-messaging/safe-json';
+import { parseUntrustedJson, UntrustedJsonError, type JsonLimits } from 'nestjs-reliable-messaging/safe-json';
 
 /**
  * The largest body taken, in bytes. The largest valid order (100 lines of 64-character SKUs and a note of 32768

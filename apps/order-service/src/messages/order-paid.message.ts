@@ -1,4 +1,4 @@
-import { MessageType } from '@app/reliable-messaging';
+import { MessageType } from 'nestjs-reliable-messaging';
 import { IsInt, IsISO8601, IsUUID, Min } from 'class-validator';
 
 /** An order was paid. Consumers deduplicate on `order-paid:<orderId>`; ordered per order. */

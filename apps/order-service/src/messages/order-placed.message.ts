@@ -1,4 +1,4 @@
-import { MessageType } from '@app/reliable-messaging';
+import { MessageType } from 'nestjs-reliable-messaging';
 import { IsInt, IsISO8601, IsNotEmpty, IsOptional, IsString, IsUUID, MaxLength, Min } from 'class-validator';
 
 /** A note longer than this many bytes (as JSON) goes through the claim check instead of the broker. */

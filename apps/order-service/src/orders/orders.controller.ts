@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, HttpStatus, NotFoundException, Param, Post } from '@nestjs/common';
-import { Idempotent } from '@app/reliable-messaging/http';
+import { Idempotent } from 'nestjs-reliable-messaging/http';
 import { PlaceOrderDto } from './dto/place-order.dto';
 import { toOrderView, type OrderStats, type OrderView } from './order-view';
 import { OrdersService } from './orders.service';

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Transactional, TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { MessagePublisher } from '@app/reliable-messaging';
+import { MessagePublisher } from 'nestjs-reliable-messaging';
 import { isUUID } from 'class-validator';
 import { v7 as uuidv7 } from 'uuid';
 import { OrderPlaced } from '../messages/order-placed.message';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { TestingModule } from '@nestjs/testing';
-import { MessagingHarness } from '@app/reliable-messaging/testing';
+import { MessagingHarness } from 'nestjs-reliable-messaging/testing';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { createTestDatabase, type TestDatabase } from '../../../../test/support/test-database';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Consume, Publish, type MessageContext } from '@app/reliable-messaging';
+import { Consume, Publish, type MessageContext } from 'nestjs-reliable-messaging';
 import { v7 as uuidv7 } from 'uuid';
 import { QUEUES } from '../config/messaging-names';
 import { handlerTransaction } from '../database/handler-transaction';

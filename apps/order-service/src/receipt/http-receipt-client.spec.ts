@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { NonRetryableError } from '@app/reliable-messaging';
+import { NonRetryableError } from 'nestjs-reliable-messaging';
 import { HttpReceiptClient } from './http-receipt-client';
 import { ReceiptServiceUnavailableError } from './receipt-service-unavailable.error';
 

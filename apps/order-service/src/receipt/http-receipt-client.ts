@@ -1,4 +1,4 @@
-import { NonRetryableError } from '@app/reliable-messaging';
+import { NonRetryableError } from 'nestjs-reliable-messaging';
 import { ReceiptServiceUnavailableError } from './receipt-service-unavailable.error';
 import type { Receipt, ReceiptCallOptions, ReceiptClient, ReceiptRequest } from './receipt-client';
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Consume, type MessageContext } from '@app/reliable-messaging';
+import { Consume, type MessageContext } from 'nestjs-reliable-messaging';
 import { IsNull } from 'typeorm';
 import { readReceiptRateLimit } from '../config/app-config';
 import { QUEUES } from '../config/messaging-names';

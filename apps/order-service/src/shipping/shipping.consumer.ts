@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Consume } from '@app/reliable-messaging';
+import { Consume } from 'nestjs-reliable-messaging';
 import type { Repository } from 'typeorm';
 import { QUEUES } from '../config/messaging-names';
 import { OrderPaid } from '../messages/order-paid.message';

@@ -1,7 +1,7 @@
 import type { Provider } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { ReliableMessagingTestingModule } from '@app/reliable-messaging/testing';
+import { ReliableMessagingTestingModule } from 'nestjs-reliable-messaging/testing';
 import { DataSource } from 'typeorm';
 import { orderDataSourceOptions } from '../database/order-data-source';
 import { Order } from '../orders/order.entity';

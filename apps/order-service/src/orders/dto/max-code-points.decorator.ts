@@ -1,4 +1,4 @@
-import { countCodePoints } from '@app/reliable-messaging/safe-json';
+import { countCodePoints } from 'nestjs-reliable-messaging/safe-json';
 import { ValidateBy, type ValidationOptions } from 'class-validator';
 
 /**
