@@ -27,14 +27,18 @@ import { ErrorResponsesFilter } from './http/error-responses.filter';
 import { JsonBodyMiddleware } from './http/json-body.middleware';
 import { ObservabilityModule } from './observability/observability.module';
 
+/** Where the admin API is served; the operator console is under `<path>/console`. */
+const ADMIN_PATH = 'admin/dead-letters';
+
 /**
- * The admin API for dead letters and parked outbox rows (`/admin/dead-letters`, `/admin/dead-letters/outbox`),
- * mounted only when `ADMIN_TOKEN` is set. Decided when this file loads, as a module's imports are fixed then.
+ * The admin API for dead letters and parked outbox rows (`/admin/dead-letters`, `/admin/dead-letters/outbox`)
+ * and the operator console (`/admin/dead-letters/console`, signed in with the same token), mounted only when
+ * `ADMIN_TOKEN` is set. Decided when this file loads, as a module's imports are fixed then.
  */
 function adminApi(): DynamicModule[] {
   const { adminToken } = readAdminToken(process.env);
   if (!adminToken) return [];
-  return [DeadLetterAdminModule.register({ tokens: { admin: adminToken } })];
+  return [DeadLetterAdminModule.register({ path: ADMIN_PATH, tokens: { admin: adminToken }, console: true })];
 }
 
 /**
@@ -101,8 +105,19 @@ function adminApi(): DynamicModule[] {
   ],
 })
 export class AppModule implements NestModule {
-  /** JSON bodies are read and checked by JsonBodyMiddleware (main.ts turns Nest's body parser off). */
+  /**
+   * JSON bodies are read and checked by JsonBodyMiddleware (main.ts turns Nest's body parser off), on every route
+   * but the operator console's. The console posts HTML forms (`application/x-www-form-urlencoded`), which the
+   * middleware rightly refuses with 415, and reads them itself: up to 1 MiB, only on its own routes, and only
+   * after its guard has checked the session cookie, with each POST's CSRF token checked before any action.
+   * Excluding the console's routes, rather than letting any non-JSON body through, keeps the 415 for every JSON
+   * route (the order API and the admin API, whose bodies nothing else would read), so a form post can never reach
+   * a controller that expects a checked JSON body.
+   */
   configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(JsonBodyMiddleware).forRoutes('*');
+    consumer
+      .apply(JsonBodyMiddleware)
+      .exclude(`${ADMIN_PATH}/console`, `${ADMIN_PATH}/console/{*rest}`)
+      .forRoutes('*');
   }
 }

@@ -22,7 +22,8 @@ export interface AppConfig {
   handlerDeadlineMs: number;
   /**
    * `ADMIN_TOKEN`: bearer token (at least 32 characters) of the admin API for dead letters and parked outbox
-   * rows, served under `/admin/dead-letters`; unset, the admin API is not mounted. Default: unset.
+   * rows, served under `/admin/dead-letters`, and the token the operator console (`/admin/dead-letters/console`)
+   * signs in with; unset, neither is mounted. Default: unset.
    */
   adminToken?: string;
   /** The receipt service. */
