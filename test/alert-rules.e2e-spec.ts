@@ -57,7 +57,7 @@ describe('alert rules', () => {
   it('pass promtool test rules', async () => {
     if (!promtoolInstalled) {
       throw new Error(
-        "promtool is not installed: install Debian's prometheus package (apt-get install prometheus; .ci/run does)",
+        "promtool is not installed: install Debian's prometheus package (apt-get install prometheus; npm test does as root)",
       );
     }
     try {

@@ -19,7 +19,7 @@ export interface HeadlessChromium {
 export async function launchChromium(): Promise<HeadlessChromium> {
   if (!existsSync(CHROMIUM_PATH)) {
     throw new Error(
-      `Chromium is not installed at ${CHROMIUM_PATH}: install it (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH`,
+      `Chromium is not installed at ${CHROMIUM_PATH}: install it (apt-get install chromium; npm test does as root) or set CHROMIUM_PATH`,
     );
   }
   const profile = mkdtempSync(join(tmpdir(), 'rm-chromium-'));
