@@ -8,7 +8,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join } from 'node:path';
 import ts from 'typescript';
 
 /** A TypeScript block of a Markdown file, with the line of its opening fence (1-based). */
@@ -23,9 +23,6 @@ export interface DocsCodeBlock {
   skipReason?: string;
 }
 
-/** A first line `// app.module.ts` names the block's file, so the blocks of one page can import each other. */
-const FILE_NAME = /^\/\/ ([\w-]+(?:\.[\w-]+)*\.ts)\s*$/;
-
 /** A block that does not compile, and the compiler's messages, each at its line in the Markdown file. */
 export interface DocsCodeBlockFailure {
   block: DocsCodeBlock;
@@ -35,6 +32,8 @@ export interface DocsCodeBlockFailure {
 const TYPESCRIPT_INFO = new Set(['ts', 'typescript']);
 const NOT_COMPILED = /^<!--\s*not-compiled:\s*(\S.*?)\s*-->$/;
 const FENCE = /^(\s*)(`{3,}|~{3,})\s*([^\s`]*)/;
+/** A first line `// app.module.ts` names the block's file, so the blocks of one page can import each other. */
+const FILE_NAME = /^\/\/ ([\w-]+(?:\.[\w-]+)*\.ts)\s*$/;
 
 /**
  * The ```ts and ```typescript blocks of one Markdown text. Fences of other languages are skipped whole, so a
@@ -168,6 +167,11 @@ export function typeCheckBlocks(blocks: DocsCodeBlock[], repoRoot: string): Docs
         ),
       );
     const program = ts.createProgram({ rootNames: [...byPath.keys()], options, host });
+    // A wrong option or a missing `types` entry belongs to no block, and would otherwise pass unseen.
+    const global = [...program.getOptionsDiagnostics(), ...program.getGlobalDiagnostics()];
+    if (global.length > 0) {
+      throw new Error(ts.formatDiagnostics(global, host));
+    }
     const failures: DocsCodeBlockFailure[] = [];
     for (const [path, block] of byPath) {
       const source = program.getSourceFile(path);
@@ -196,9 +200,6 @@ export function typeCheckBlocks(blocks: DocsCodeBlock[], repoRoot: string): Docs
 /** Every TypeScript block of README.md and docs/, read from the repository. */
 export function documentationBlocks(repoRoot: string): DocsCodeBlock[] {
   return documentationFiles(repoRoot).flatMap((file) =>
-    extractTypeScriptBlocks(
-      readFileSync(join(repoRoot, file), 'utf8'),
-      relative(repoRoot, join(repoRoot, file)),
-    ),
+    extractTypeScriptBlocks(readFileSync(join(repoRoot, file), 'utf8'), file),
   );
 }
