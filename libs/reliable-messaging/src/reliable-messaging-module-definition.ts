@@ -1,5 +1,5 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import type { ReliableMessagingModuleOptions } from './reliable-messaging.options';
+import type { ReliableMessagingModuleOptions } from './options/reliable-messaging.options';
 
 export const {
   ConfigurableModuleClass: ReliableMessagingConfigurableModule,
@@ -10,6 +10,3 @@ export const {
   .setClassMethodName('forRoot')
   .setExtras({ isGlobal: true }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
   .build();
-
-/** Injection token of the resolved, validated options. */
-export const RESOLVED_MESSAGING_OPTIONS = Symbol('RESOLVED_MESSAGING_OPTIONS');

@@ -5,12 +5,12 @@ import { TopologyService } from '../amqp/topology.service';
 import { OrderingTopology } from '../ordering/ordering-topology.service';
 import { LaneTopology } from '../lanes/lane-topology.service';
 import { DelayTopology } from '../retry/delay-topology.service';
-import type { ConsumeOptions } from '../decorators/consume.decorator';
+import type { ConsumeOptions } from '../options/consume.options';
 import { MessageType } from '../decorators/message-type.decorator';
-import type { DiscoveredConsumer } from '../discovery/messaging-explorer.service';
+import type { DiscoveredConsumer } from '../discovery/discovered-consumer';
 import { ConfigurationError } from '../errors/configuration.error';
 import { NonRetryableError } from '../errors/non-retryable.error';
-import { resolveOptions, type ReliableMessagingModuleOptions } from '../reliable-messaging.options';
+import { resolveOptions, type ReliableMessagingModuleOptions } from '../options/reliable-messaging.options';
 import type { ConsumerPlan } from './consumer-plan';
 import { planConsumers } from './consumer-planner';
 

@@ -1,12 +1,6 @@
 import { ConfigurationError } from '../errors/configuration.error';
-import {
-  assertLaneName,
-  laneFallbackName,
-  laneRouterName,
-  MAX_LANES,
-  type ConsumerLane,
-  type LaneOptions,
-} from './lane.options';
+import { assertLaneName, MAX_LANES, type LaneOptions } from '../options/lane.options';
+import { laneFallbackName, laneRouterName, type ConsumerLane } from './consumer-lane';
 
 /** A consumer's lanes, checked, in declaration order, and which of them is the default. */
 export interface ResolvedLanes {

@@ -4,7 +4,7 @@ import { InvalidMessageError } from '../errors/invalid-message.error';
 import { NonRetryableError } from '../errors/non-retryable.error';
 import { RedeliveryLimitError } from '../errors/redelivery-limit.error';
 import { RetryPolicy } from './retry-policy';
-import { mergeRetryOptions, resolveRetryOptions } from './retry.options';
+import { mergeRetryOptions, resolveRetryOptions } from '../options/retry.options';
 
 class PaymentDeclined extends Error {}
 class OutOfStock extends Error {}

@@ -4,7 +4,7 @@ import { RedeliveryLimitError } from '../errors/redelivery-limit.error';
 import { backoffCeiling, equalJitterDelay } from '../util/backoff';
 import { quantiseDelay } from './delay-levels';
 import { createErrorClassifier, type ErrorClassifier } from './error-classifier';
-import type { ResolvedRetryOptions } from './retry.options';
+import type { ResolvedRetryOptions } from '../options/retry.options';
 
 /** What happens to a failed delivery: another attempt after a delay, or the dead-letter queue with a reason. */
 export type RetryDecision =

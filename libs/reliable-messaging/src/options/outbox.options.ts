@@ -1,5 +1,5 @@
 import { ConfigurationError } from '../errors/configuration.error';
-import { assertInteger } from '../reliable-messaging.options';
+import { assertInteger } from './option-assertions';
 
 /** The transactional outbox: how its relay claims, retries and prunes rows. Used when `dataSource` is set. */
 export interface OutboxOptions {

@@ -3,21 +3,19 @@ import type { ChannelModel } from 'amqplib';
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import type { DataSource } from 'typeorm';
 import type { Registry } from 'prom-client';
-import { ConfigurationError } from './errors/configuration.error';
-import { assertDeadline } from './flow-control/deadline-limits';
-import { assertLaneName } from './lanes/lane.options';
-import { resolveRetryOptions, type ResolvedRetryOptions, type RetryOptions } from './retry/retry.options';
-import {
-  resolveOutboxOptions,
-  type OutboxOptions,
-  type ResolvedOutboxOptions,
-} from './outbox/outbox.options';
-import { resolveInboxOptions, type InboxOptions, type ResolvedInboxOptions } from './inbox/inbox.options';
+import { ConfigurationError } from '../errors/configuration.error';
+import { assertInteger, assertName, assertQueueType } from './option-assertions';
+import { assertDeadline } from './deadline-limits';
+import { assertLaneName } from './lane.options';
+import { resolveRetryOptions, type ResolvedRetryOptions, type RetryOptions } from './retry.options';
+import { resolveOutboxOptions, type OutboxOptions, type ResolvedOutboxOptions } from './outbox.options';
+import { resolveInboxOptions, type InboxOptions, type ResolvedInboxOptions } from './inbox.options';
 import {
   resolveClaimCheckOptions,
   type ClaimCheckOptions,
+  type DatabaseClaimCheckStore,
   type ResolvedClaimCheckOptions,
-} from './claim-check/claim-check.options';
+} from './claim-check.options';
 
 /** The type of a queue this module declares. Quorum queues are replicated and the default. */
 export type QueueType = 'quorum' | 'classic';
@@ -178,8 +176,17 @@ export const DEFAULT_DEADLINE_MS = 30_000;
 export const DEFAULT_CONSUMER_TIMEOUT_MS = 1_800_000;
 export const DEFAULT_PROBE_TIMEOUT_MS = 3_000;
 
+/** What `resolveOptions` builds with that the options themselves do not know. */
+export interface OptionDefaults {
+  /** Makes the claim check's default store on the module's `dataSource`; without it there is no default store. */
+  databaseClaimCheckStore?: DatabaseClaimCheckStore;
+}
+
 /** Applies defaults and checks every option, failing with a message that says how to fix it. */
-export function resolveOptions(options: ReliableMessagingModuleOptions): ResolvedMessagingOptions {
+export function resolveOptions(
+  options: ReliableMessagingModuleOptions,
+  defaults: OptionDefaults = {},
+): ResolvedMessagingOptions {
   if (!options || options.urls === undefined) {
     throw new ConfigurationError(
       "ReliableMessagingModule: 'urls' is required, e.g. forRoot({ urls: process.env.AMQP_URL })",
@@ -220,6 +227,7 @@ export function resolveOptions(options: ReliableMessagingModuleOptions): Resolve
       options.claimCheck,
       options.dataSource,
       resolveRetryOptions(options.retry),
+      defaults.databaseClaimCheckStore,
     ),
     consumersEnabled: options.consumersEnabled ?? true,
     lanes: resolveLaneNames(options.lanes),
@@ -301,33 +309,6 @@ function assertBrokerUrl(url: string): void {
   if (parsed.protocol !== 'amqp:' && parsed.protocol !== 'amqps:') {
     throw new ConfigurationError(
       `ReliableMessagingModule: broker URL scheme '${parsed.protocol}' is not supported; use amqp:// or amqps://`,
-    );
-  }
-}
-
-/** Throws a ConfigurationError naming `field` when `value` is not an integer within [min, max]. */
-export function assertInteger(field: string, value: number, min: number, max: number): void {
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigurationError(
-      `ReliableMessaging: '${field}' must be an integer from ${min} to ${max}, got ${String(value)}`,
-    );
-  }
-}
-
-/** Throws a ConfigurationError when `value` is not a usable AMQP exchange or queue name. */
-export function assertName(field: string, value: string): void {
-  if (typeof value !== 'string' || value.length === 0 || value.length > 255 || value.startsWith('amq.')) {
-    throw new ConfigurationError(
-      `ReliableMessaging: '${field}' must be a non-empty name of at most 255 characters not starting with 'amq.', got '${String(value)}'`,
-    );
-  }
-}
-
-/** Throws a ConfigurationError when `value` is not a known queue type. */
-export function assertQueueType(field: string, value: string): void {
-  if (value !== 'quorum' && value !== 'classic') {
-    throw new ConfigurationError(
-      `ReliableMessaging: '${field}' must be 'quorum' or 'classic', got '${value}'`,
     );
   }
 }

@@ -1,5 +1,5 @@
 import { ConfigurationError } from '../errors/configuration.error';
-import { assertInteger } from '../reliable-messaging.options';
+import { assertInteger } from './option-assertions';
 
 /** The inbox that deduplicates deliveries: how long it remembers handled messages. Used when `dataSource` is set. */
 export interface InboxOptions {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConfigurationError } from './errors/configuration.error';
+import { ConfigurationError } from '../errors/configuration.error';
 import { resolveOptions, type ReliableMessagingModuleOptions } from './reliable-messaging.options';
 
 const URL = 'amqp://app:secret@rabbit:5672/shop';

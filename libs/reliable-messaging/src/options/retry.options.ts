@@ -1,6 +1,5 @@
 import { ConfigurationError } from '../errors/configuration.error';
-import { assertInteger } from '../reliable-messaging.options';
-import { MAX_RETRY_DELAY_MS } from './delay-levels';
+import { assertInteger } from './option-assertions';
 
 /** An error class, matched with `instanceof`. */
 export type ErrorClass = abstract new (...args: never[]) => unknown;
@@ -40,6 +39,9 @@ export interface ResolvedRetryOptions {
   isRetryable: Array<(error: unknown) => boolean>;
   maxRedeliveries: number;
 }
+
+/** The longest retry delay the options accept (24 h, below what the delay levels hold, retry/delay-levels.ts). */
+export const MAX_RETRY_DELAY_MS = 86_400_000;
 
 export const DEFAULT_RETRY_MAX_ATTEMPTS = 12;
 export const DEFAULT_RETRY_INITIAL_DELAY_MS = 1000;
