@@ -26,7 +26,7 @@ export type { RetryOptions } from './options/retry.options';
 
 /** Marks a provider method as the handler of a queue. */
 export { Consume } from './decorators/consume.decorator';
-export { type ConsumeOptions } from './options/consume.options';
+export type { ConsumeOptions } from './options/consume.options';
 /** Publishes a method's return value through the outbox (or directly) once the method has returned. */
 export { Publish, type PublishDecoratorOptions } from './decorators/publish.decorator';
 /** Names and versions a message class, and sets how its payload is validated. */

@@ -12,10 +12,11 @@ import { PostgresClaimCheckStore } from './postgres-claim-check.store';
 
 const RETRY = { maxAttempts: 6, maxDelayMs: 60_000 };
 const STORE = new FilesystemClaimCheckStore('/var/claim-check');
+const DATABASE_STORE = (dataSource: DataSource) => new PostgresClaimCheckStore(dataSource);
 
 describe('resolveClaimCheckOptions', () => {
   it('applies the documented defaults, with the PostgreSQL store when the module has a dataSource', () => {
-    const resolved = resolveClaimCheckOptions(undefined, {} as DataSource, RETRY);
+    const resolved = resolveClaimCheckOptions(undefined, {} as DataSource, RETRY, DATABASE_STORE);
     expect(resolved).toMatchObject({
       thresholdBytes: undefined,
       maxBodyBytes: 64 * 1024 * 1024,
@@ -28,8 +29,10 @@ describe('resolveClaimCheckOptions', () => {
 
   it('does not hold an app that does not configure the claim check to its time to live', () => {
     const longRetries = { maxAttempts: 20, maxDelayMs: 86_400_000 };
-    expect(() => resolveClaimCheckOptions(undefined, {} as DataSource, longRetries)).not.toThrow();
-    expect(() => resolveClaimCheckOptions({}, {} as DataSource, longRetries)).toThrow(
+    expect(() =>
+      resolveClaimCheckOptions(undefined, {} as DataSource, longRetries, DATABASE_STORE),
+    ).not.toThrow();
+    expect(() => resolveClaimCheckOptions({}, {} as DataSource, longRetries, DATABASE_STORE)).toThrow(
       /shorter than the retry schedule/,
     );
   });

@@ -4,10 +4,10 @@ import { ClaimCheckStoreUnavailableError } from '../errors/claim-check-store-una
 import { errorMessage } from '../util/error-text';
 import { CLAIM_CHECK_TABLE } from './claim-check-body.entity';
 import { BODY_ID, createdAtOfId } from './claim-check-store';
-import {
-  type ClaimCheckBodyInfo,
-  type ClaimCheckStore,
-  type ClaimCheckStoreStats,
+import type {
+  ClaimCheckBodyInfo,
+  ClaimCheckStore,
+  ClaimCheckStoreStats,
 } from '../options/claim-check.options';
 
 const SCHEME = 'postgres:';

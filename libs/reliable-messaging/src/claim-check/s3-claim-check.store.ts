@@ -9,10 +9,10 @@ import { ConfigurationError } from '../errors/configuration.error';
 import { ClaimCheckStoreUnavailableError } from '../errors/claim-check-store-unavailable.error';
 import { errorMessage } from '../util/error-text';
 import { createdAtOfId, expiryOfName, objectName, OBJECT_NAME } from './claim-check-store';
-import {
-  type ClaimCheckBodyInfo,
-  type ClaimCheckStore,
-  type ClaimCheckStoreStats,
+import type {
+  ClaimCheckBodyInfo,
+  ClaimCheckStore,
+  ClaimCheckStoreStats,
 } from '../options/claim-check.options';
 
 /** Where the S3 store keeps bodies. */

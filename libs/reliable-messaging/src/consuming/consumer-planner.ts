@@ -9,7 +9,8 @@ import { laneQueueName } from '../lanes/consumer-lane';
 import { planConsumerOrdering, type QueueArgumentsBuilder } from '../ordering/ordering-plan';
 import { resolveOrderingOption } from '../options/ordering.options';
 import { assertInteger, assertName, assertQueueType } from '../options/option-assertions';
-import { type ResolvedMessagingOptions } from '../options/reliable-messaging.options';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
+import { assertKnownConsumeOptions } from '../options/consume.options';
 import { RetryPolicy } from '../retry/retry-policy';
 import { assertBodiesOutliveRetries } from '../claim-check/claim-check-lifetime';
 import { mergeRetryOptions } from '../options/retry.options';
@@ -47,6 +48,7 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
   const { instance, methodName, options, contextType, moduleKey } = discovered;
   const name = `${instance.constructor.name}.${methodName}`;
   const where = `${discovered.decorator} on ${name}`;
+  if (typeof options === 'object' && options !== null) assertKnownConsumeOptions(options, where);
   if (!options || typeof options.queue !== 'string') {
     throw new ConfigurationError(
       `${where}: 'queue' is required, e.g. @Consume({ queue: 'billing.order-placed' })`,

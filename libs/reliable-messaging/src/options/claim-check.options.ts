@@ -1,5 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { ConfigurationError } from '../errors/configuration.error';
+import { assertKnownKeys, optionKeys } from './known-keys';
 import { assertInteger } from './option-assertions';
 import type { ResolvedRetryOptions } from './retry.options';
 
@@ -96,6 +97,15 @@ export interface ResolvedClaimCheckOptions {
   pruneIntervalMs: number;
 }
 
+const CLAIM_CHECK_OPTION_KEYS = optionKeys<ClaimCheckOptions>({
+  store: true,
+  thresholdBytes: true,
+  maxBodyBytes: true,
+  timeToLiveMs: true,
+  deadLetterTimeToLiveMs: true,
+  pruneIntervalMs: true,
+});
+
 export const DEFAULT_CLAIM_CHECK_MAX_BODY_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_CLAIM_CHECK_TIME_TO_LIVE_MS = 14 * 24 * 3_600_000;
 export const DEFAULT_CLAIM_CHECK_DEAD_LETTER_TIME_TO_LIVE_MS = 365 * 24 * 3_600_000;
@@ -123,6 +133,7 @@ export function resolveClaimCheckOptions(
     );
   }
   const own = options ?? {};
+  assertKnownKeys(own, CLAIM_CHECK_OPTION_KEYS, 'ReliableMessagingModule', 'claimCheck.');
   const resolved: ResolvedClaimCheckOptions = {
     configured: options !== undefined,
     store: own.store ?? (dataSource && databaseStore ? databaseStore(dataSource) : undefined),

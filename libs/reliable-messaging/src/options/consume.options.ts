@@ -1,9 +1,10 @@
 import type { Type } from '@nestjs/common';
 import type { QueueType } from './reliable-messaging.options';
-import type { RetryOptions } from './retry.options';
+import { RETRY_OPTION_KEYS, type RetryOptions } from './retry.options';
 import type { OrderingOption } from './ordering.options';
 import type { LanesOption } from './lane.options';
-import type { RateLimit } from './rate-limit.options';
+import { RATE_LIMIT_OPTION_KEYS, type RateLimit } from './rate-limit.options';
+import { assertKnownKeys, optionKeys } from './known-keys';
 
 /** Options of `@Consume()`. Defaults come from the module's options where named. */
 export interface ConsumeOptions {
@@ -72,4 +73,45 @@ export interface ConsumeOptions {
    * is high), none on 3.x (docs/lanes.md). Set per lane in `lanes`. Default: none.
    */
   maxPriority?: number;
+}
+
+/** Every key of `@Consume()`'s options, for the startup check that refuses a key it does not know. */
+export const CONSUME_OPTION_KEYS = optionKeys<ConsumeOptions>({
+  queue: true,
+  message: true,
+  messageTypes: true,
+  routingKeys: true,
+  acceptedMajorVersions: true,
+  concurrency: true,
+  prefetch: true,
+  queueType: true,
+  queueArguments: true,
+  deadlineMs: true,
+  rateLimit: true,
+  retry: true,
+  dedup: true,
+  ordering: true,
+  reply: true,
+  lanes: true,
+  defaultLane: true,
+  maxPriority: true,
+});
+
+const KEY_ORDERING_KEYS = optionKeys<Extract<OrderingOption, object>>({ by: true, partitions: true });
+
+/**
+ * Refuses a `@Consume()` option (or one of its `retry`, `rateLimit` and `ordering` objects) it does not know,
+ * naming the nearest known one; `where` names the handler (`@Consume on Billing.onOrderPlaced`). Lanes' own
+ * settings are checked with the lanes (lanes/lane-plan.ts); `queueArguments` are the broker's, not checked.
+ */
+export function assertKnownConsumeOptions(options: object, where: string): void {
+  assertKnownKeys(options, CONSUME_OPTION_KEYS, where);
+  const { retry, rateLimit, ordering } = options as ConsumeOptions;
+  if (isPlainObject(retry)) assertKnownKeys(retry, RETRY_OPTION_KEYS, where, 'retry.');
+  if (isPlainObject(rateLimit)) assertKnownKeys(rateLimit, RATE_LIMIT_OPTION_KEYS, where, 'rateLimit.');
+  if (isPlainObject(ordering)) assertKnownKeys(ordering, KEY_ORDERING_KEYS, where, 'ordering.');
+}
+
+function isPlainObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,4 +1,5 @@
 import { ConfigurationError } from '../errors/configuration.error';
+import { optionKeys } from './known-keys';
 import type { RateLimit } from './rate-limit.options';
 
 /**
@@ -15,6 +16,14 @@ export interface LaneOptions {
   /** Priorities the lane's queue honours (docs/lanes.md). Default: the consumer's `maxPriority` (none). */
   maxPriority?: number;
 }
+
+/** Every setting a lane has. */
+export const LANE_OPTION_KEYS = optionKeys<LaneOptions>({
+  concurrency: true,
+  prefetch: true,
+  rateLimit: true,
+  maxPriority: true,
+});
 
 /** A consumer's lanes by name: `{ urgent: { concurrency: 10 }, bulk: { concurrency: 2 } }`. */
 export type LanesOption = Record<string, LaneOptions>;

@@ -1,10 +1,14 @@
 import { ConfigurationError } from '../errors/configuration.error';
+import { optionKeys } from './known-keys';
 
 /** At most `limit` handler starts per `periodMs`, per consumer and per process. */
 export interface RateLimit {
   limit: number;
   periodMs: number;
 }
+
+/** Every key of a RateLimit. */
+export const RATE_LIMIT_OPTION_KEYS = optionKeys<RateLimit>({ limit: true, periodMs: true });
 
 /** Reads a `rateLimit` (of a consumer or a lane), failing with a ConfigurationError naming `where`. */
 export function resolveRateLimit(value: unknown, where: string): RateLimit | undefined {

@@ -4,6 +4,7 @@ import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import type { DataSource } from 'typeorm';
 import type { Registry } from 'prom-client';
 import { ConfigurationError } from '../errors/configuration.error';
+import { assertKnownKeys, optionKeys } from './known-keys';
 import { assertInteger, assertName, assertQueueType } from './option-assertions';
 import { assertDeadline } from './deadline-limits';
 import { assertLaneName } from './lane.options';
@@ -160,6 +161,52 @@ export interface ResolvedMessagingOptions {
   deadLetterAuditFile?: string;
 }
 
+/** Every key of the module's options, for the startup check that refuses a key it does not know. */
+const MODULE_OPTION_KEYS = optionKeys<ReliableMessagingModuleOptions>({
+  urls: true,
+  tls: true,
+  connectionName: true,
+  heartbeatSeconds: true,
+  brokerConnector: true,
+  exchange: true,
+  deadLetterExchange: true,
+  defaultQueueType: true,
+  defaultConcurrency: true,
+  defaultPrefetch: true,
+  maxPayloadBytes: true,
+  publishConfirmTimeoutMs: true,
+  reconnect: true,
+  startupTimeoutMs: true,
+  appId: true,
+  deliveryLimitBackstop: true,
+  dataSource: true,
+  outbox: true,
+  inbox: true,
+  claimCheck: true,
+  consumersEnabled: true,
+  lanes: true,
+  shutdownTimeoutMs: true,
+  defaultDeadlineMs: true,
+  consumerTimeoutMs: true,
+  metricsRegistry: true,
+  probeTimeoutMs: true,
+  readinessRequiresBroker: true,
+  retry: true,
+  deadLetterAuditFile: true,
+});
+const RECONNECT_OPTION_KEYS = optionKeys<NonNullable<ReliableMessagingModuleOptions['reconnect']>>({
+  initialDelayMs: true,
+  maxDelayMs: true,
+});
+const TLS_OPTION_KEYS = optionKeys<NonNullable<ReliableMessagingModuleOptions['tls']>>({
+  ca: true,
+  cert: true,
+  key: true,
+  passphrase: true,
+  servername: true,
+  rejectUnauthorized: true,
+});
+
 export const DEFAULT_CONNECTION_NAME = 'reliable-messaging';
 export const DEFAULT_HEARTBEAT_SECONDS = 15;
 export const DEFAULT_EXCHANGE = 'events';
@@ -187,6 +234,11 @@ export function resolveOptions(
   options: ReliableMessagingModuleOptions,
   defaults: OptionDefaults = {},
 ): ResolvedMessagingOptions {
+  if (options !== null && typeof options === 'object') {
+    assertKnownKeys(options, MODULE_OPTION_KEYS, 'ReliableMessagingModule');
+    assertKnownNested(options.reconnect, 'reconnect', RECONNECT_OPTION_KEYS, '{ maxDelayMs: 1500 }');
+    assertKnownNested(options.tls, 'tls', TLS_OPTION_KEYS, '{ ca: [caCertificate] }');
+  }
   if (!options || options.urls === undefined) {
     throw new ConfigurationError(
       "ReliableMessagingModule: 'urls' is required, e.g. forRoot({ urls: process.env.AMQP_URL })",
@@ -285,6 +337,15 @@ export function resolveOptions(
   }
   assertInteger('deliveryLimitBackstop', resolved.deliveryLimitBackstop, 1, 10_000);
   return resolved;
+}
+
+/** Checks a nested option that has no resolver of its own: an object of known keys, or left out. */
+function assertKnownNested(value: unknown, name: string, known: readonly string[], example: string): void {
+  if (value === undefined) return;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ConfigurationError(`ReliableMessagingModule: '${name}' must be an object like ${example}`);
+  }
+  assertKnownKeys(value, known, 'ReliableMessagingModule', `${name}.`);
 }
 
 function resolveLaneNames(value: unknown): string[] {
