@@ -57,6 +57,8 @@ export { MessagingHealth } from './health/messaging-health.service';
 export { NonRetryableError } from './errors/non-retryable.error';
 /** The handler ran past its consumer's deadline; the attempt is abandoned and retried. */
 export { HandlerDeadlineExceededError } from './errors/handler-deadline-exceeded.error';
+/** A handler settled its message by hand (`ctx.getChannelRef().ack()`): dead-lettered at once, never retried. */
+export { ManualSettlementError } from './errors/manual-settlement.error';
 /** A guard or a pipe refused the message before its handler ran: dead-lettered at once with the refusal. */
 export { MessageRefusedError } from './errors/message-refused.error';
 /** A message came back more times than the redelivery limit allows: the process keeps dying on it. */

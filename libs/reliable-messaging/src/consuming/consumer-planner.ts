@@ -15,6 +15,7 @@ import { RetryPolicy } from '../retry/retry-policy';
 import { assertBodiesOutliveRetries } from '../claim-check/claim-check-lifetime';
 import { mergeRetryOptions } from '../options/retry.options';
 import type { ConsumerPlan } from './consumer-plan';
+import { assertNoManualSettlement } from './manual-settlement';
 
 /** A first parameter of these types names no message class: the handler gets the parsed JSON. */
 const PRIMITIVES = new Set<unknown>([Object, String, Number, Boolean, Array, Promise, undefined]);
@@ -49,6 +50,7 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
   const name = `${instance.constructor.name}.${methodName}`;
   const where = `${discovered.decorator} on ${name}`;
   if (typeof options === 'object' && options !== null) assertKnownConsumeOptions(options, where);
+  assertNoManualSettlement((instance as Record<string, unknown>)[methodName], where);
   if (!options || typeof options.queue !== 'string') {
     throw new ConfigurationError(
       `${where}: 'queue' is required, e.g. @Consume({ queue: 'billing.order-placed' })`,

@@ -1,5 +1,6 @@
 import { MessageRefusedError } from '../errors/message-refused.error';
 import { InvalidMessageError } from '../errors/invalid-message.error';
+import { ManualSettlementError } from '../errors/manual-settlement.error';
 import { RedeliveryLimitError } from '../errors/redelivery-limit.error';
 import { backoffCeiling, equalJitterDelay } from '../util/backoff';
 import { quantiseDelay } from './delay-levels';
@@ -52,5 +53,6 @@ export class RetryPolicy {
 export function deadLetterReason(error: unknown): string {
   if (error instanceof InvalidMessageError || error instanceof MessageRefusedError) return error.reason;
   if (error instanceof RedeliveryLimitError) return 'redelivery-limit';
+  if (error instanceof ManualSettlementError) return error.reason;
   return 'non-retryable';
 }
