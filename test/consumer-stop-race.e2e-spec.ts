@@ -13,7 +13,7 @@ import { RetryPolicy } from 'nestjs-reliable-messaging/retry/retry-policy';
 import {
   resolveOptions,
   type ResolvedMessagingOptions,
-} from 'nestjs-reliable-messaging/reliable-messaging.options';
+} from 'nestjs-reliable-messaging/options/reliable-messaging.options';
 import { CapturingLogger } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { QueryRunner } from 'typeorm';
 import { OutboxStore, keysToRecheck } from 'nestjs-reliable-messaging/outbox/outbox-store.service';
-import type { ResolvedMessagingOptions } from 'nestjs-reliable-messaging/reliable-messaging.options';
+import type { ResolvedMessagingOptions } from 'nestjs-reliable-messaging/options/reliable-messaging.options';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { waitFor } from './support/wait-for';
 

@@ -5,7 +5,7 @@ import {
   RELIABLE_MESSAGING_MIGRATIONS,
 } from 'nestjs-reliable-messaging/typeorm';
 import { OutboxStore, type ClaimedRow } from 'nestjs-reliable-messaging/outbox/outbox-store.service';
-import type { ResolvedMessagingOptions } from 'nestjs-reliable-messaging/reliable-messaging.options';
+import type { ResolvedMessagingOptions } from 'nestjs-reliable-messaging/options/reliable-messaging.options';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { createTestDatabase } from './support/test-database';
 import { MessagingTestApp } from './support/messaging-app';

@@ -5,13 +5,13 @@
  */
 
 /** The module's `claimCheck` option, and a message class's `@MessageType({ claimCheck })`. */
-export type { ClaimCheckOptions, MessageClaimCheck } from './claim-check/claim-check.options';
+export type { ClaimCheckOptions, MessageClaimCheck } from './options/claim-check.options';
 /** What a store implements, and what it reports for the metrics. */
 export type {
   ClaimCheckStore,
   ClaimCheckBodyInfo,
   ClaimCheckStoreStats,
-} from './claim-check/claim-check-store';
+} from './options/claim-check.options';
 /** Bodies in the module's own PostgreSQL database, table `rm_claim_check`: the default with a `dataSource`. */
 export { PostgresClaimCheckStore } from './claim-check/postgres-claim-check.store';
 /** Bodies as files in a directory every process mounts. */

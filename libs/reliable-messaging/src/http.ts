@@ -14,7 +14,8 @@ export {
   DEFAULT_IDEMPOTENCY_PRUNE_INTERVAL_MS,
 } from './idempotency/idempotency.options';
 /** Makes a route handler idempotent on the `Idempotency-Key` header. */
-export { Idempotent, type IdempotentOptions } from './idempotency/idempotent.decorator';
+export { Idempotent } from './idempotency/idempotent.decorator';
+export type { IdempotentOptions } from './idempotency/idempotency.options';
 /** The interceptor behind `@Idempotent()`, for `@UseInterceptors()` where a decorator does not fit. */
 export { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
 /** Deletes expired keys now (`pruneNow()`), for scripts and tests; it also runs on its own interval. */

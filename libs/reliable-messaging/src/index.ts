@@ -13,19 +13,20 @@
 /** The module: `ReliableMessagingModule.forRoot(options)` or `forRootAsync(...)` in the app's root module. */
 export { ReliableMessagingModule } from './reliable-messaging.module';
 /** The module's options, and the queue type consumers get unless they choose another. */
-export type { ReliableMessagingModuleOptions, QueueType } from './reliable-messaging.options';
+export type { ReliableMessagingModuleOptions, QueueType } from './options/reliable-messaging.options';
 /** The transactional outbox's options (`outbox` in the module's options). */
-export type { OutboxOptions } from './outbox/outbox.options';
+export type { OutboxOptions } from './options/outbox.options';
 /** The inbox's options (`inbox`): how long handled message ids are kept, how often they are pruned. */
-export type { InboxOptions } from './inbox/inbox.options';
+export type { InboxOptions } from './options/inbox.options';
 /**
  * A retry policy (module-wide `retry`, or per consumer). A consumer's other option types are
  * `ConsumeOptions['rateLimit']` and `ConsumeOptions['ordering']`.
  */
-export type { RetryOptions } from './retry/retry.options';
+export type { RetryOptions } from './options/retry.options';
 
 /** Marks a provider method as the handler of a queue. */
-export { Consume, type ConsumeOptions } from './decorators/consume.decorator';
+export { Consume } from './decorators/consume.decorator';
+export type { ConsumeOptions } from './options/consume.options';
 /** Publishes a method's return value through the outbox (or directly) once the method has returned. */
 export { Publish, type PublishDecoratorOptions } from './decorators/publish.decorator';
 /** Names and versions a message class, and sets how its payload is validated. */
@@ -56,6 +57,8 @@ export { MessagingHealth } from './health/messaging-health.service';
 export { NonRetryableError } from './errors/non-retryable.error';
 /** The handler ran past its consumer's deadline; the attempt is abandoned and retried. */
 export { HandlerDeadlineExceededError } from './errors/handler-deadline-exceeded.error';
+/** A handler settled its message by hand (`ctx.getChannelRef().ack()`): dead-lettered at once, never retried. */
+export { ManualSettlementError } from './errors/manual-settlement.error';
 /** A guard or a pipe refused the message before its handler ran: dead-lettered at once with the refusal. */
 export { MessageRefusedError } from './errors/message-refused.error';
 /** A message came back more times than the redelivery limit allows: the process keeps dying on it. */

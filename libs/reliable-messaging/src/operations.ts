@@ -40,4 +40,4 @@ export { MessagingMetrics } from './metrics/messaging-metrics.service';
 export { TopologyMismatchError } from './errors/topology-mismatch.error';
 export { ConsistentHashExchangeMissingError } from './errors/consistent-hash-exchange-missing.error';
 /** How long a graceful shutdown may take unless `shutdownTimeoutMs` says otherwise. */
-export { DEFAULT_SHUTDOWN_TIMEOUT_MS } from './reliable-messaging.options';
+export { DEFAULT_SHUTDOWN_TIMEOUT_MS } from './options/reliable-messaging.options';

@@ -1,5 +1,5 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import type { ReliableMessagingModuleOptions } from './reliable-messaging.options';
+import type { ReliableMessagingModuleOptions } from './options/reliable-messaging.options';
 
 export const {
   ConfigurableModuleClass: ReliableMessagingConfigurableModule,
@@ -11,5 +11,8 @@ export const {
   .setExtras({ isGlobal: true }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
   .build();
 
-/** Injection token of the resolved, validated options. */
-export const RESOLVED_MESSAGING_OPTIONS = Symbol('RESOLVED_MESSAGING_OPTIONS');
+/**
+ * The resolved options' token where dead-letter-admin/ and outbox-admin/ still import it; it lives in the
+ * constants file. Remove this line once the admin code imports the core through its public entry points.
+ */
+export { RESOLVED_MESSAGING_OPTIONS } from './reliable-messaging.constants';

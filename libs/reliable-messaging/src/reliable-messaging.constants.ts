@@ -1,3 +1,5 @@
+/** Injection token of the resolved, validated options (ResolvedMessagingOptions). */
+export const RESOLVED_MESSAGING_OPTIONS = Symbol('RESOLVED_MESSAGING_OPTIONS');
 /** Metadata key under which `@Consume()` stores its options on a method. */
 export const CONSUME_METADATA = 'reliable-messaging:consume';
 /** Metadata key under which `@Publish()` stores its options on a method. */

@@ -3,10 +3,10 @@ import { DiscoveryModule } from '@nestjs/core';
 import { TerminusModule } from '@nestjs/terminus';
 import {
   RELIABLE_MESSAGING_MODULE_OPTIONS,
-  RESOLVED_MESSAGING_OPTIONS,
   ReliableMessagingConfigurableModule,
 } from './reliable-messaging-module-definition';
-import { resolveOptions, type ReliableMessagingModuleOptions } from './reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from './reliable-messaging.constants';
+import { resolveOptions, type ReliableMessagingModuleOptions } from './options/reliable-messaging.options';
 import { ConsumerConnection } from './amqp/consumer-connection.service';
 import { PublisherConnection } from './amqp/publisher-connection.service';
 import { ConfirmPublisher } from './amqp/confirm-publisher';
@@ -65,6 +65,7 @@ import { ClaimCheckReader } from './claim-check/claim-check-reader.service';
 import { ClaimCheckWriter } from './claim-check/claim-check-writer.service';
 import { DeadLetterClaimCheck } from './claim-check/dead-letter-claim-check.service';
 import { ClaimCheckPruner } from './claim-check/claim-check-pruner.service';
+import { PostgresClaimCheckStore } from './claim-check/postgres-claim-check.store';
 import { ReliableMessagingTransport } from './microservices/reliable-messaging.transport';
 
 /**
@@ -76,7 +77,10 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
   providers: [
     {
       provide: RESOLVED_MESSAGING_OPTIONS,
-      useFactory: (options: ReliableMessagingModuleOptions) => resolveOptions(options),
+      useFactory: (options: ReliableMessagingModuleOptions) =>
+        resolveOptions(options, {
+          databaseClaimCheckStore: (dataSource) => new PostgresClaimCheckStore(dataSource),
+        }),
       inject: [RELIABLE_MESSAGING_MODULE_OPTIONS],
     },
     ConsumerConnection,

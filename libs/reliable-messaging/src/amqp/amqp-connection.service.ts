@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { Logger } from '@nestjs/common';
 import type { ChannelModel } from 'amqplib';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { fullJitterDelay, sleep } from '../util/backoff';
 import { redactUrl } from '../util/redact-url';
 import { errorMessage } from '../util/error-text';

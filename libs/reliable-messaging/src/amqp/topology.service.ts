@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Channel, ChannelModel } from 'amqplib';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { TopologyMismatchError } from '../errors/topology-mismatch.error';
 import { deadLetterQueueArguments } from '../dead-letter/dead-letter-queue';

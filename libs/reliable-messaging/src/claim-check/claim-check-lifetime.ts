@@ -1,7 +1,7 @@
 import { ConfigurationError } from '../errors/configuration.error';
-import type { ResolvedRetryOptions } from '../retry/retry.options';
+import type { ResolvedRetryOptions } from '../options/retry.options';
 import { anyMessageTypeUsesClaimCheck } from '../decorators/message-type.decorator';
-import type { ResolvedClaimCheckOptions } from './claim-check.options';
+import type { ResolvedClaimCheckOptions } from '../options/claim-check.options';
 
 /**
  * Fails startup when a consumer's own retry schedule (`@Consume({ retry })` over the module's `retry`) could

@@ -1,9 +1,9 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { BatchedPruner } from '../database/batched-pruner';
 import { anyMessageTypeUsesClaimCheck } from '../decorators/message-type.decorator';
-import type { ClaimCheckStoreStats } from './claim-check-store';
+import type { ClaimCheckStoreStats } from '../options/claim-check.options';
 
 /**
  * Deletes claim-checked bodies past their time to live (`claimCheck.timeToLiveMs`), every

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { ConsumeMessage } from 'amqplib';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { HEADERS } from '../reliable-messaging.constants';
 import { CLAIM_CHECK_FIELD } from '../decorators/message-type.decorator';
 import { parseJsonBody } from '../envelope/safe-json';

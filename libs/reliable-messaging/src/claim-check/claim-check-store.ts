@@ -1,45 +1,4 @@
-import type { EntityManager } from 'typeorm';
-
-/** What a store keeps beside a body: when it may be deleted, and what it belongs to (for operators). */
-export interface ClaimCheckBodyInfo {
-  /** The body's own id, a UUID v7 (its creation time is in it). */
-  id: string;
-  /** The body may be deleted from this instant on. */
-  expiresAt: Date;
-  /** The message type, for operators browsing the store. */
-  messageType: string;
-}
-
-/** The size of a store, as the metrics show it. */
-export interface ClaimCheckStoreStats {
-  bodies: number;
-  bytes: number;
-  /** When the oldest body still stored was written; undefined when the store is empty. */
-  oldestAt?: Date;
-}
-
-/**
- * Where claim-checked bodies live. A store hands out references it alone can read back: `locate()` accepts only
- * the references it would write itself (its own scheme, bucket or directory, a well-formed id), so a forged
- * reference never reaches the store. `put()` and `get()` throw ClaimCheckStoreUnavailableError when the store
- * cannot be reached; `get()` resolves undefined for a body that is not there.
- */
-export interface ClaimCheckStore {
-  /** Names the store in logs and metrics: `postgres`, `filesystem`, `s3`. */
-  readonly kind: string;
-  /** The reference written to the message's `rm-claim-check` header for a body. */
-  referenceFor(info: ClaimCheckBodyInfo): string;
-  /** The body's location parsed from a reference, or undefined when the reference is not this store's. */
-  locate(reference: string): string | undefined;
-  /** Stores a body; `manager` is the outbox's transaction, used by stores that can join it. */
-  put(location: string, body: Buffer, info: ClaimCheckBodyInfo, manager?: EntityManager): Promise<void>;
-  get(location: string): Promise<Buffer | undefined>;
-  /** Deletes a body; nothing happens when it is not there. */
-  delete(location: string): Promise<void>;
-  /** Deletes up to `limit` bodies whose time to live has passed; resolves with how many went. */
-  deleteExpired(limit: number, now?: Date): Promise<number>;
-  stats(): Promise<ClaimCheckStoreStats>;
-}
+import type { ClaimCheckBodyInfo } from '../options/claim-check.options';
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}';
 

@@ -1,15 +1,15 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { HEADERS } from '../reliable-messaging.constants';
 import type { OutboundMessage } from '../envelope/envelope';
 import { uuidv7 } from '../envelope/uuid-v7';
 import { ConfigurationError } from '../errors/configuration.error';
 import { PayloadTooLargeError } from '../errors/publish.error';
 import { errorMessage } from '../util/error-text';
-import type { MessageClaimCheck } from './claim-check.options';
+import type { MessageClaimCheck } from '../options/claim-check.options';
 
 /** A message's wire body once the claim check has taken what it keeps. */
 export interface ClaimCheckedBody {

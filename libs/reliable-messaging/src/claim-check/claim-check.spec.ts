@@ -4,18 +4,19 @@ import { MessageType } from '../decorators/message-type.decorator';
 import { ConfigurationError } from '../errors/configuration.error';
 import { PayloadTooLargeError } from '../errors/publish.error';
 import { HEADERS } from '../reliable-messaging.constants';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
-import { resolveClaimCheckOptions, type ClaimCheckOptions } from './claim-check.options';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
+import { resolveClaimCheckOptions, type ClaimCheckOptions } from '../options/claim-check.options';
 import { ClaimCheckWriter } from './claim-check-writer.service';
 import { FilesystemClaimCheckStore } from './filesystem-claim-check.store';
 import { PostgresClaimCheckStore } from './postgres-claim-check.store';
 
 const RETRY = { maxAttempts: 6, maxDelayMs: 60_000 };
 const STORE = new FilesystemClaimCheckStore('/var/claim-check');
+const DATABASE_STORE = (dataSource: DataSource) => new PostgresClaimCheckStore(dataSource);
 
 describe('resolveClaimCheckOptions', () => {
   it('applies the documented defaults, with the PostgreSQL store when the module has a dataSource', () => {
-    const resolved = resolveClaimCheckOptions(undefined, {} as DataSource, RETRY);
+    const resolved = resolveClaimCheckOptions(undefined, {} as DataSource, RETRY, DATABASE_STORE);
     expect(resolved).toMatchObject({
       thresholdBytes: undefined,
       maxBodyBytes: 64 * 1024 * 1024,
@@ -28,8 +29,10 @@ describe('resolveClaimCheckOptions', () => {
 
   it('does not hold an app that does not configure the claim check to its time to live', () => {
     const longRetries = { maxAttempts: 20, maxDelayMs: 86_400_000 };
-    expect(() => resolveClaimCheckOptions(undefined, {} as DataSource, longRetries)).not.toThrow();
-    expect(() => resolveClaimCheckOptions({}, {} as DataSource, longRetries)).toThrow(
+    expect(() =>
+      resolveClaimCheckOptions(undefined, {} as DataSource, longRetries, DATABASE_STORE),
+    ).not.toThrow();
+    expect(() => resolveClaimCheckOptions({}, {} as DataSource, longRetries, DATABASE_STORE)).toThrow(
       /shorter than the retry schedule/,
     );
   });

@@ -4,15 +4,12 @@ import { isAbsolute, join } from 'node:path';
 import { ConfigurationError } from '../errors/configuration.error';
 import { ClaimCheckStoreUnavailableError } from '../errors/claim-check-store-unavailable.error';
 import { errorMessage } from '../util/error-text';
-import {
-  createdAtOfId,
-  expiryOfName,
-  objectName,
-  OBJECT_NAME,
-  type ClaimCheckBodyInfo,
-  type ClaimCheckStore,
-  type ClaimCheckStoreStats,
-} from './claim-check-store';
+import { createdAtOfId, expiryOfName, objectName, OBJECT_NAME } from './claim-check-store';
+import type {
+  ClaimCheckBodyInfo,
+  ClaimCheckStore,
+  ClaimCheckStoreStats,
+} from '../options/claim-check.options';
 
 const SCHEME = 'file:';
 /** The file that says the directory is the store itself, not an empty mount point whose volume is missing. */

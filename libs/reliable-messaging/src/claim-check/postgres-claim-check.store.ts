@@ -3,13 +3,12 @@ import { databaseOutageEvidence } from '../database/database-errors';
 import { ClaimCheckStoreUnavailableError } from '../errors/claim-check-store-unavailable.error';
 import { errorMessage } from '../util/error-text';
 import { CLAIM_CHECK_TABLE } from './claim-check-body.entity';
-import {
-  BODY_ID,
-  createdAtOfId,
-  type ClaimCheckBodyInfo,
-  type ClaimCheckStore,
-  type ClaimCheckStoreStats,
-} from './claim-check-store';
+import { BODY_ID, createdAtOfId } from './claim-check-store';
+import type {
+  ClaimCheckBodyInfo,
+  ClaimCheckStore,
+  ClaimCheckStoreStats,
+} from '../options/claim-check.options';
 
 const SCHEME = 'postgres:';
 

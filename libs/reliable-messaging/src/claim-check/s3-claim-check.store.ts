@@ -8,15 +8,12 @@ import {
 import { ConfigurationError } from '../errors/configuration.error';
 import { ClaimCheckStoreUnavailableError } from '../errors/claim-check-store-unavailable.error';
 import { errorMessage } from '../util/error-text';
-import {
-  createdAtOfId,
-  expiryOfName,
-  objectName,
-  OBJECT_NAME,
-  type ClaimCheckBodyInfo,
-  type ClaimCheckStore,
-  type ClaimCheckStoreStats,
-} from './claim-check-store';
+import { createdAtOfId, expiryOfName, objectName, OBJECT_NAME } from './claim-check-store';
+import type {
+  ClaimCheckBodyInfo,
+  ClaimCheckStore,
+  ClaimCheckStoreStats,
+} from '../options/claim-check.options';
 
 /** Where the S3 store keeps bodies. */
 export interface S3ClaimCheckStoreOptions {

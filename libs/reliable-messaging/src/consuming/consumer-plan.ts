@@ -1,10 +1,10 @@
 import type { Type } from '@nestjs/common';
-import type { QueueType } from '../reliable-messaging.options';
-import type { ConsumerOrdering } from '../ordering/ordering.options';
+import type { QueueType } from '../options/reliable-messaging.options';
+import type { ConsumerOrdering } from '../ordering/consumer-ordering';
 import type { RetryPolicy } from '../retry/retry-policy';
-import type { RateLimit } from '../flow-control/rate-limit.middleware';
-import type { DeadlineSettings } from '../flow-control/deadline.middleware';
-import type { ConsumerLane } from '../lanes/lane.options';
+import type { RateLimit } from '../options/rate-limit.options';
+import type { DeadlineSettings } from '../options/deadline-limits';
+import type { ConsumerLane } from '../lanes/consumer-lane';
 
 /** What `host.getType()` says inside a handler's enhancers. */
 export type HandlerContextType = 'rmq' | 'rpc';

@@ -5,12 +5,13 @@ import { TopologyService } from '../amqp/topology.service';
 import { OrderingTopology } from '../ordering/ordering-topology.service';
 import { LaneTopology } from '../lanes/lane-topology.service';
 import { DelayTopology } from '../retry/delay-topology.service';
-import type { ConsumeOptions } from '../decorators/consume.decorator';
+import type { ConsumeOptions } from '../options/consume.options';
 import { MessageType } from '../decorators/message-type.decorator';
-import type { DiscoveredConsumer } from '../discovery/messaging-explorer.service';
+import type { DiscoveredConsumer } from '../discovery/discovered-consumer';
 import { ConfigurationError } from '../errors/configuration.error';
 import { NonRetryableError } from '../errors/non-retryable.error';
-import { resolveOptions, type ReliableMessagingModuleOptions } from '../reliable-messaging.options';
+import { resolveOptions, type ReliableMessagingModuleOptions } from '../options/reliable-messaging.options';
+import { PostgresClaimCheckStore } from '../claim-check/postgres-claim-check.store';
 import type { ConsumerPlan } from './consumer-plan';
 import { planConsumers } from './consumer-planner';
 
@@ -52,7 +53,10 @@ function plan(
   consumers: DiscoveredConsumer[],
   module: Partial<ReliableMessagingModuleOptions> = {},
 ): { plans: ConsumerPlan[]; warnings: string[] } {
-  const options = resolveOptions({ urls: 'amqp://localhost', ...module });
+  const options = resolveOptions(
+    { urls: 'amqp://localhost', ...module },
+    { databaseClaimCheckStore: (dataSource) => new PostgresClaimCheckStore(dataSource) },
+  );
   const topology = new TopologyService(
     options,
     new DelayTopology(options),
@@ -676,7 +680,43 @@ describe('planConsumers', () => {
       'a lane setting that does not exist',
       [billing({ queue: 'receipt', lanes: { bulk: { deadlineMs: 5 } as never } })],
       {},
-      "@Consume on Billing.onOrderPlaced: lane 'bulk' has no setting 'deadlineMs'; a lane sets concurrency, prefetch, rateLimit, maxPriority",
+      '@Consume on Billing.onOrderPlaced: unknown option `lanes.bulk.deadlineMs`; the options here are `lanes.bulk.concurrency`, `lanes.bulk.prefetch`, `lanes.bulk.rateLimit`, `lanes.bulk.maxPriority`',
+    ],
+    [
+      'a misspelt option',
+      [billing({ queue: 'billing', concurency: 5 } as never)],
+      {},
+      '@Consume on Billing.onOrderPlaced: unknown option `concurency`; did you mean `concurrency`?',
+    ],
+    [
+      'a misspelt queue, before the missing queue',
+      [billing({ queu: 'billing' } as never)],
+      {},
+      '@Consume on Billing.onOrderPlaced: unknown option `queu`; did you mean `queue`?',
+    ],
+    [
+      'a misspelt retry option',
+      [billing({ queue: 'billing', retry: { maxAtempts: 3 } as never })],
+      {},
+      '@Consume on Billing.onOrderPlaced: unknown option `retry.maxAtempts`; did you mean `retry.maxAttempts`?',
+    ],
+    [
+      'a misspelt rate limit option',
+      [billing({ queue: 'billing', rateLimit: { limit: 1, period: 1000 } as never })],
+      {},
+      '@Consume on Billing.onOrderPlaced: unknown option `rateLimit.period`; did you mean `rateLimit.periodMs`?',
+    ],
+    [
+      'a misspelt ordering option',
+      [billing({ queue: 'billing', ordering: { by: 'key', partition: 4 } as never })],
+      {},
+      '@Consume on Billing.onOrderPlaced: unknown option `ordering.partition`; did you mean `ordering.partitions`?',
+    ],
+    [
+      "a misspelt lane's rate limit option",
+      [billing({ queue: 'receipt', lanes: { bulk: { rateLimit: { limits: 1, periodMs: 10 } as never } } })],
+      {},
+      '@Consume on Billing.onOrderPlaced: unknown option `lanes.bulk.rateLimit.limits`; did you mean `lanes.bulk.rateLimit.limit`?',
     ],
     [
       'a default lane that is not a lane',

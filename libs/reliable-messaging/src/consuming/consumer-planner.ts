@@ -1,23 +1,21 @@
 import type { Type } from '@nestjs/common';
-import type { DiscoveredConsumer } from '../discovery/messaging-explorer.service';
+import type { DiscoveredConsumer } from '../discovery/discovered-consumer';
 import { getMessageDefinition } from '../decorators/message-type.decorator';
 import { ConfigurationError } from '../errors/configuration.error';
-import { assertDeadline, maxDeadlineMs } from '../flow-control/deadline-limits';
-import type { RateLimit } from '../flow-control/rate-limit.middleware';
+import { assertDeadline, maxDeadlineMs } from '../options/deadline-limits';
+import { resolveRateLimit } from '../options/rate-limit.options';
 import { consumerLane, resolveLanesOption } from '../lanes/lane-plan';
-import { laneQueueName } from '../lanes/lane.options';
+import { laneQueueName } from '../lanes/consumer-lane';
 import { planConsumerOrdering, type QueueArgumentsBuilder } from '../ordering/ordering-plan';
-import { resolveOrderingOption } from '../ordering/ordering.options';
-import {
-  assertInteger,
-  assertName,
-  assertQueueType,
-  type ResolvedMessagingOptions,
-} from '../reliable-messaging.options';
+import { resolveOrderingOption } from '../options/ordering.options';
+import { assertInteger, assertName, assertQueueType } from '../options/option-assertions';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
+import { assertKnownConsumeOptions } from '../options/consume.options';
 import { RetryPolicy } from '../retry/retry-policy';
 import { assertBodiesOutliveRetries } from '../claim-check/claim-check-lifetime';
-import { mergeRetryOptions } from '../retry/retry.options';
+import { mergeRetryOptions } from '../options/retry.options';
 import type { ConsumerPlan } from './consumer-plan';
+import { assertNoManualSettlement } from './manual-settlement';
 
 /** A first parameter of these types names no message class: the handler gets the parsed JSON. */
 const PRIMITIVES = new Set<unknown>([Object, String, Number, Boolean, Array, Promise, undefined]);
@@ -51,6 +49,8 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
   const { instance, methodName, options, contextType, moduleKey } = discovered;
   const name = `${instance.constructor.name}.${methodName}`;
   const where = `${discovered.decorator} on ${name}`;
+  if (typeof options === 'object' && options !== null) assertKnownConsumeOptions(options, where);
+  assertNoManualSettlement((instance as Record<string, unknown>)[methodName], where);
   if (!options || typeof options.queue !== 'string') {
     throw new ConfigurationError(
       `${where}: 'queue' is required, e.g. @Consume({ queue: 'billing.order-placed' })`,
@@ -166,21 +166,6 @@ function assertOwnQueues(plans: readonly ConsumerPlan[]): void {
   }
 }
 
-function resolveRateLimit(value: unknown, where: string): RateLimit | undefined {
-  if (value === undefined) return undefined;
-  const rateLimit = typeof value === 'object' && value !== null ? (value as Partial<RateLimit>) : undefined;
-  if (
-    rateLimit === undefined ||
-    !isInteger(rateLimit.limit, 1, 1_000_000) ||
-    !isInteger(rateLimit.periodMs, 1, 86_400_000)
-  ) {
-    throw new ConfigurationError(
-      `${where}: 'rateLimit' must be { limit: 1..1000000, periodMs: 1..86400000 }, e.g. { limit: 10, periodMs: 1000 }`,
-    );
-  }
-  return { limit: rateLimit.limit as number, periodMs: rateLimit.periodMs as number };
-}
-
 /**
  * `dedup`, on by default where there is an inbox (a dataSource, or the memory inbox of tests); on without one is
  * refused, since the inbox table lives in the dataSource.
@@ -208,10 +193,6 @@ function resolveReply(value: unknown, where: string): boolean {
     );
   }
   return value ?? false;
-}
-
-function isInteger(value: unknown, min: number, max: number): boolean {
-  return typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max;
 }
 
 /** Freezes a plan and what it owns; the handler's instance and message class stay the application's. */

@@ -7,7 +7,7 @@ import type { MessageHandler } from '../pipeline/message-middleware';
 import { fullJitterDelay, sleep } from '../util/backoff';
 import { errorMessage } from '../util/error-text';
 import { consumerTimeoutArguments } from '../flow-control/consumer-timeout';
-import { maxDeadlineMs } from '../flow-control/deadline-limits';
+import { maxDeadlineMs } from '../options/deadline-limits';
 import { isOrdered, type ConsumerPlan } from './consumer-plan';
 import { AckBatcher } from './ack-batcher';
 import { ConcurrencySlots } from './concurrency-slots';

@@ -1,4 +1,4 @@
-import type { QueueType } from '../reliable-messaging.options';
+import type { QueueType } from '../options/reliable-messaging.options';
 import { errorMessage } from '../util/error-text';
 
 /** The suffix of a consumer's dead-letter queue. */

@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { hostname } from 'node:os';
 import { DEAD_LETTER_HEADERS, HEADERS } from '../reliable-messaging.constants';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { ConfirmPublisher } from '../amqp/confirm-publisher';
 import { DeadLetterClaimCheck } from '../claim-check/dead-letter-claim-check.service';
 import { withoutBrokerHeaders } from '../envelope/broker-headers';

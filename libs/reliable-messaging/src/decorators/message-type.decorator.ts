@@ -1,7 +1,7 @@
 import type { Type } from '@nestjs/common';
 import { MESSAGE_TYPE_METADATA } from '../reliable-messaging.constants';
-import type { MessageClaimCheck } from '../claim-check/claim-check.options';
-import { assertLaneName } from '../lanes/lane.options';
+import type { MessageClaimCheck } from '../options/claim-check.options';
+import { assertLaneName } from '../options/lane.options';
 
 /** How a message class is named on the wire and how its business keys are derived. */
 export interface MessageTypeOptions<T = unknown> {

@@ -1,28 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
-import type { HandlerContextType } from '../consuming/consumer-plan';
-import type { ConsumeOptions } from '../decorators/consume.decorator';
+import type { DiscoveredConsumer } from './discovered-consumer';
 import { RMQ_CONTEXT_TYPE } from '../reliable-messaging.constants';
 import type { PublishDecoratorOptions } from '../decorators/publish.decorator';
 import { eventPatternConsumer } from '../microservices/event-pattern-consumers';
 import { MessagingMetadataAccessor } from './messaging-metadata.accessor';
-
-/** A `@Consume()` method found at startup, its options as written on the decorator. */
-export interface DiscoveredConsumer {
-  /** The provider instance the handler runs on. */
-  instance: object;
-  methodName: string;
-  options: ConsumeOptions;
-  /** The declared type of the parameter that receives the payload: its message class unless `options.message` says. */
-  payloadParameterType: unknown;
-  /** The decorator that made it a consumer, as startup errors name it: `@Consume` or `@EventPattern`. */
-  decorator: '@Consume' | '@EventPattern' | '@MessagePattern';
-  /** What `host.getType()` says in its enhancers: `rmq`, or `rpc` for an `@EventPattern()`. */
-  contextType: HandlerContextType;
-  /** The key of the Nest module that holds the instance. */
-  moduleKey?: string;
-}
 
 /** A `@Publish()` method found at startup. */
 export interface DiscoveredPublisher {

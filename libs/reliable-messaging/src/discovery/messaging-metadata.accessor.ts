@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import { RpcParamtype } from '@nestjs/microservices/enums/rpc-paramtype.enum.js';
 import { PARAM_ARGS_METADATA } from '@nestjs/microservices/constants.js';
 import { CONSUME_METADATA, PUBLISH_METADATA } from '../reliable-messaging.constants';
-import type { ConsumeOptions } from '../decorators/consume.decorator';
+import type { ConsumeOptions } from '../options/consume.options';
 import type { PublishDecoratorOptions } from '../decorators/publish.decorator';
 
 /** Reads what the module's decorators wrote on a method; the one place that knows their metadata keys. */

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { TopologyService } from '../amqp/topology.service';
 import { planConsumers } from '../consuming/consumer-planner';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';

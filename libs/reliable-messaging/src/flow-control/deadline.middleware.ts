@@ -8,17 +8,6 @@ import { HandlerDeadline } from './handler-deadline';
 /** A handler that takes at least this long to return after its signal aborted is logged as ignoring it. */
 const OVERDUE_REPORT_MS = 1_000;
 
-/** A consumer's resolved deadline settings. */
-export interface DeadlineSettings {
-  /** How long a handler may run before it counts as failed. */
-  deadlineMs: number;
-  /**
-   * How far `extendDeadline()` may push it, counted from when the delivery arrived: the broker's consumer timeout
-   * less its margin, which is also how long any stage may hold a delivery unsettled.
-   */
-  limitMs: number;
-}
-
 /**
  * Gives each handler run a deadline. Past it, the handler's `ctx.signal` is aborted (the inbox rolls its
  * transaction back at once) and the attempt fails with HandlerDeadlineExceededError. The work still running is

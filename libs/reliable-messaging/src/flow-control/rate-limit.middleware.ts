@@ -2,12 +2,6 @@ import pThrottle from 'p-throttle';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { MessageMiddleware } from '../pipeline/message-middleware';
 
-/** At most `limit` handler starts per `periodMs`, per consumer and per process. */
-export interface RateLimit {
-  limit: number;
-  periodMs: number;
-}
-
 /**
  * Holds each delivery until the consumer's rate limit lets its handler start (a strict sliding window from
  * p-throttle: no `periodMs` window ever sees more than `limit` starts). Waiting deliveries stay unacknowledged

@@ -3,8 +3,8 @@ import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/term
 import type { AmqpConnection } from '../amqp/amqp-connection.service';
 import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { PublisherConnection } from '../amqp/publisher-connection.service';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 
 /**
  * The two broker connections, each with its state: `consume: { connected, blocked }` and `publish: { ... }`.

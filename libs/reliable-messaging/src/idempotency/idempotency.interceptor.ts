@@ -17,7 +17,7 @@ import type { EntityManager } from 'typeorm';
 import { TransactionContext } from '../database/transaction-context.service';
 import { IdempotencyKeyInFlightError } from '../errors/idempotency-key-in-flight.error';
 import { IDEMPOTENT_METADATA, IDEMPOTENT_REPLAYED_HEADER } from '../reliable-messaging.constants';
-import type { IdempotentOptions } from './idempotent.decorator';
+import type { IdempotentOptions } from './idempotency.options';
 import { readIdempotencyKey } from './idempotency-key-header';
 import { IdempotencyStore, type IdempotentRequest } from './idempotency-store.service';
 import { requestFingerprint } from './request-fingerprint';

@@ -1,5 +1,5 @@
 import { ConfigurationError } from '../errors/configuration.error';
-import { assertInteger } from '../reliable-messaging.options';
+import { assertInteger } from '../options/option-assertions';
 
 /** Options of `IdempotencyModule.forRoot()` / `forRootAsync()`: how long keys are kept and how duplicates wait. */
 export interface IdempotencyModuleOptions {
@@ -54,4 +54,15 @@ export function resolveIdempotencyOptions(
     );
   }
   return resolved;
+}
+
+/** Options of `@Idempotent()`. */
+export interface IdempotentOptions {
+  /**
+   * The namespace of this route's keys: a key used on one scope is unknown to every other. Give two routes one
+   * scope to make a key reused across them a 422. Default: `<Controller>.<method>`.
+   */
+  scope?: string;
+  /** Refuse a request without an `Idempotency-Key` header with 400. Default: false (it runs as usual). */
+  required?: boolean;
 }

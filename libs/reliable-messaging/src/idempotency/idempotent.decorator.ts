@@ -1,17 +1,7 @@
 import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
 import { IDEMPOTENT_METADATA } from '../reliable-messaging.constants';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
-
-/** Options of `@Idempotent()`. */
-export interface IdempotentOptions {
-  /**
-   * The namespace of this route's keys: a key used on one scope is unknown to every other. Give two routes one
-   * scope to make a key reused across them a 422. Default: `<Controller>.<method>`.
-   */
-  scope?: string;
-  /** Refuse a request without an `Idempotency-Key` header with 400. Default: false (it runs as usual). */
-  required?: boolean;
-}
+import type { IdempotentOptions } from './idempotency.options';
 
 /**
  * Makes an HTTP route handler idempotent on the `Idempotency-Key` request header: the key, the request's

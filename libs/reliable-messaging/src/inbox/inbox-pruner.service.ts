@@ -1,9 +1,9 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { BatchedPruner } from '../database/batched-pruner';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
-import { inboxRetentionWarning } from './inbox.options';
+import { inboxRetentionWarning } from '../options/inbox.options';
 import { InboxStore } from './inbox-store.service';
 
 /**

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import type { Envelope } from '../envelope/envelope';
 import type { PreparedStatement } from '../database/prepared-query';
 

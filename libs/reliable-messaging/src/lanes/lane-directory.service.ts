@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { ConfigurationError } from '../errors/configuration.error';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
-import { isLaneName } from './lane.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
+import { isLaneName } from '../options/lane.options';
 
 /**
  * The lane names a message may be published to: the module's `lanes` option and the lanes of this app's own

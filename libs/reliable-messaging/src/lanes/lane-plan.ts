@@ -1,20 +1,14 @@
 import { ConfigurationError } from '../errors/configuration.error';
-import {
-  assertLaneName,
-  laneFallbackName,
-  laneRouterName,
-  MAX_LANES,
-  type ConsumerLane,
-  type LaneOptions,
-} from './lane.options';
+import { assertKnownKeys } from '../options/known-keys';
+import { assertLaneName, LANE_OPTION_KEYS, MAX_LANES, type LaneOptions } from '../options/lane.options';
+import { RATE_LIMIT_OPTION_KEYS } from '../options/rate-limit.options';
+import { laneFallbackName, laneRouterName, type ConsumerLane } from './consumer-lane';
 
 /** A consumer's lanes, checked, in declaration order, and which of them is the default. */
 export interface ResolvedLanes {
   readonly lanes: ReadonlyArray<{ readonly name: string; readonly options: LaneOptions }>;
   readonly defaultLane: string;
 }
-
-const LANE_SETTINGS = new Set<keyof LaneOptions>(['concurrency', 'prefetch', 'rateLimit', 'maxPriority']);
 
 /**
  * Checks `@Consume({ lanes, defaultLane })`: undefined without lanes; otherwise 1 to MAX_LANES lanes with valid
@@ -52,11 +46,10 @@ export function resolveLanesOption(
         `${where}: lane '${name}' must be an object of its settings, e.g. { concurrency: 2 }, or {}`,
       );
     }
-    const unknown = Object.keys(options).filter((key) => !LANE_SETTINGS.has(key as keyof LaneOptions));
-    if (unknown.length > 0) {
-      throw new ConfigurationError(
-        `${where}: lane '${name}' has no setting '${unknown[0]}'; a lane sets ${[...LANE_SETTINGS].join(', ')}`,
-      );
+    assertKnownKeys(options, LANE_OPTION_KEYS, where, `lanes.${name}.`);
+    const { rateLimit } = options as LaneOptions;
+    if (typeof rateLimit === 'object' && rateLimit !== null) {
+      assertKnownKeys(rateLimit, RATE_LIMIT_OPTION_KEYS, where, `lanes.${name}.rateLimit.`);
     }
     return { name, options: definedOnly(options) };
   });

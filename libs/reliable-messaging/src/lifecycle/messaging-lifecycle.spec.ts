@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Logger, type LoggerService } from '@nestjs/common';
 import type { ChannelModel } from 'amqplib';
 import type { ConnectionSetup } from '../amqp/amqp-connection.service';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { MessagingLifecycle } from './messaging-lifecycle';
 
 const SHUTDOWN_TIMEOUT_MS = 5_000;

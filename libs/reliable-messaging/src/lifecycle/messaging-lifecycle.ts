@@ -7,8 +7,8 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import type { ChannelModel } from 'amqplib';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { ConfirmPublisher } from '../amqp/confirm-publisher';
 import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { PublisherConnection } from '../amqp/publisher-connection.service';

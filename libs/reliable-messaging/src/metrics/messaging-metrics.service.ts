@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Counter, Histogram, register, type Metric, type Registry } from 'prom-client';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
 import { messageTypeLabeller } from './message-type-label';

@@ -9,7 +9,7 @@ import { OverdueHandlers } from '../flow-control/overdue-handlers.service';
 import type { InboxStats } from '../inbox/inbox-stats.service';
 import type { OutboxMonitor } from '../outbox/outbox-monitor.service';
 import type { OutboxRelay } from '../outbox/outbox-relay.service';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { MessagingMetrics } from './messaging-metrics.service';
 import type { ClaimCheckPruner } from '../claim-check/claim-check-pruner.service';
 import { ageLimitSeconds, MetricsCollector } from './metrics-collector.service';

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { Counter, Gauge } from 'prom-client';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { PublisherConnection } from '../amqp/publisher-connection.service';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
@@ -13,7 +13,7 @@ import { InboxStats } from '../inbox/inbox-stats.service';
 import { OutboxMonitor } from '../outbox/outbox-monitor.service';
 import { OutboxRelay } from '../outbox/outbox-relay.service';
 import { ClaimCheckPruner } from '../claim-check/claim-check-pruner.service';
-import type { ClaimCheckStoreStats } from '../claim-check/claim-check-store';
+import type { ClaimCheckStoreStats } from '../options/claim-check.options';
 import { errorMessage } from '../util/error-text';
 import { withTimeout } from '../util/with-timeout';
 import { MessagingMetrics } from './messaging-metrics.service';

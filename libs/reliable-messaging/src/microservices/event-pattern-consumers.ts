@@ -1,6 +1,6 @@
-import type { ConsumeOptions } from '../decorators/consume.decorator';
+import type { ConsumeOptions } from '../options/consume.options';
 import { ConfigurationError } from '../errors/configuration.error';
-import type { DiscoveredConsumer } from '../discovery/messaging-explorer.service';
+import type { DiscoveredConsumer } from '../discovery/discovered-consumer';
 
 /** What Nest's `@EventPattern()` and `@MessagePattern()` write on a method (@nestjs/microservices' constants). */
 const PATTERN_METADATA = 'microservices:pattern';

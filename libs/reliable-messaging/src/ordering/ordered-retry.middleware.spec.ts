@@ -5,7 +5,7 @@ import { NonRetryableError } from '../errors/non-retryable.error';
 import { RedeliveryLimitError } from '../errors/redelivery-limit.error';
 import { InboundDelivery } from '../pipeline/inbound-delivery';
 import { RetryPolicy } from '../retry/retry-policy';
-import { resolveRetryOptions } from '../retry/retry.options';
+import { resolveRetryOptions } from '../options/retry.options';
 import {
   brokerDeliveryCount,
   orderedRetryMiddleware,

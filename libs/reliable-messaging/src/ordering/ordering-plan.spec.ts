@@ -1,11 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
-import type { ConsumeOptions } from '../decorators/consume.decorator';
+import type { ConsumeOptions } from '../options/consume.options';
 import { ConfigurationError } from '../errors/configuration.error';
 import { RetryPolicy } from '../retry/retry-policy';
-import { resolveRetryOptions } from '../retry/retry.options';
+import { resolveRetryOptions } from '../options/retry.options';
 import { ORDERED_DEFAULT_PREFETCH, planConsumerOrdering, type QueueArgumentsBuilder } from './ordering-plan';
-import { MAX_PARTITIONS, partitionQueueName, resolveOrderingOption } from './ordering.options';
+import { MAX_PARTITIONS, resolveOrderingOption } from '../options/ordering.options';
+import { partitionQueueName } from './consumer-ordering';
 
 /** Stands in for TopologyService.queueArguments: what matters is which queue and extras it is asked for. */
 const queueArguments: QueueArgumentsBuilder = (queue, queueType, extra) => ({

@@ -1,6 +1,7 @@
 import type { ConsumerPlan } from '../consuming/consumer-plan';
-import type { ConsumeOptions } from '../decorators/consume.decorator';
-import { partitionQueueName, type ConsumerOrdering, type ResolvedOrderingOption } from './ordering.options';
+import type { ConsumeOptions } from '../options/consume.options';
+import { partitionQueueName, type ConsumerOrdering } from './consumer-ordering';
+import type { ResolvedOrderingOption } from '../options/ordering.options';
 
 /** Builds a queue's arguments the way TopologyService does (dead-lettering, quorum backstop), plus `extra`. */
 export type QueueArgumentsBuilder = (

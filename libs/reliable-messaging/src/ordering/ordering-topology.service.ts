@@ -9,7 +9,7 @@ import {
   HASH_HEADER,
   partitionQueueName,
   type ConsumerOrdering,
-} from './ordering.options';
+} from './consumer-ordering';
 
 type KeyOrdering = Extract<ConsumerOrdering, { mode: 'key' }>;
 

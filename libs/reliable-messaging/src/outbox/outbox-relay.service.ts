@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import type { ChannelModel } from 'amqplib';
 import { ChannelChangedError, ConfirmPublisher, type InOrder } from '../amqp/confirm-publisher';
 import { ConsumerConnection } from '../amqp/consumer-connection.service';

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import type { OutboundMessage, OutboundProperties } from '../envelope/envelope';
 import { preparedQuery } from '../database/prepared-query';
 

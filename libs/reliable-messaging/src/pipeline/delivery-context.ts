@@ -3,11 +3,18 @@ import type { EntityManager } from 'typeorm';
 import type { Envelope } from '../envelope/envelope';
 import type { MessageContext } from '../context/message-context';
 import type { HandlerDeadline } from '../flow-control/handler-deadline';
+import { ManualSettlementError, type ManualSettlementCall } from '../errors/manual-settlement.error';
 
 /** The abort controller of one attempt, made on first use: most handlers never look at their signal. */
 export interface AttemptAbort {
   controller?: AbortController;
 }
+
+/**
+ * What `getChannelRef()` hands a handler written for Nest's RMQ transport: a channel whose settling methods
+ * throw ManualSettlementError, since the module settles every message itself.
+ */
+export type SettlementRefusingChannel = Readonly<Record<ManualSettlementCall, (...args: unknown[]) => never>>;
 
 /** What the context reads from its delivery while the handler runs. */
 interface DeadlineSource {
@@ -49,5 +56,44 @@ export class DeliveryContext implements MessageContext {
 
   extendDeadline(ms: number): Date | undefined {
     return this.source.deadline?.extend(ms);
+  }
+
+  /** As Nest's `RmqContext.getMessage()`: the raw delivery (`raw`). */
+  getMessage(): ConsumeMessage {
+    return this.raw;
+  }
+
+  /** As Nest's `RmqContext.getPattern()`: the message's type, which is what the consumer is bound to. */
+  getPattern(): string {
+    return this.envelope.type;
+  }
+
+  /**
+   * As Nest's `RmqContext.getChannelRef()`, for handlers migrated from its RMQ transport: a channel whose
+   * `ack`, `nack`, `reject`, `ackAll` and `nackAll` throw ManualSettlementError. The module settles the message
+   * after the handler returns; a handler that settles it too is dead-lettered at once, `manual-settlement`,
+   * never retried (startup refuses a handler whose own code does it, see consuming/manual-settlement.ts).
+   */
+  getChannelRef(): SettlementRefusingChannel {
+    const refuse = (call: ManualSettlementCall) => (): never => {
+      throw new ManualSettlementError(this.consumer, call);
+    };
+    return Object.freeze({
+      ack: refuse('ack'),
+      nack: refuse('nack'),
+      reject: refuse('reject'),
+      ackAll: refuse('ackAll'),
+      nackAll: refuse('nackAll'),
+    });
+  }
+
+  /** As Nest's `RmqContext.getArgs()`: the message, the channel and the pattern. */
+  getArgs(): [ConsumeMessage, SettlementRefusingChannel, string] {
+    return [this.getMessage(), this.getChannelRef(), this.getPattern()];
+  }
+
+  /** As Nest's `RmqContext.getArgByIndex()`. */
+  getArgByIndex(index: number): unknown {
+    return this.getArgs()[index];
   }
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { RetryPolicy } from '../retry/retry-policy';
-import { resolveRetryOptions } from '../retry/retry.options';
+import { resolveRetryOptions } from '../options/retry.options';
 import type { StageDependencies } from './pipeline-stage';
 import { RELIABILITY_STAGES } from './reliability-pipeline';
 

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ExternalContextCreator } from '@nestjs/core';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { MessageContextStorage } from '../context/message-context.storage';
 import { ClaimCheckReader } from '../claim-check/claim-check-reader.service';

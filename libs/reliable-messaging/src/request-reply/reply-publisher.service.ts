@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ConfirmPublisher } from '../amqp/confirm-publisher';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { errorMessage } from '../util/error-text';
 import { buildReply, type ReplyOutcome } from './reply-message';
 

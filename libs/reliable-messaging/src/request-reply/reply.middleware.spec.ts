@@ -6,7 +6,7 @@ import { InboundDelivery } from '../pipeline/inbound-delivery';
 import type { MessageHandler } from '../pipeline/message-middleware';
 import type { StageDependencies } from '../pipeline/pipeline-stage';
 import { RetryPolicy } from '../retry/retry-policy';
-import { resolveRetryOptions } from '../retry/retry.options';
+import { resolveRetryOptions } from '../options/retry.options';
 import type { ReplyOutcome } from './reply-message';
 import { replyStage } from './reply.middleware';
 

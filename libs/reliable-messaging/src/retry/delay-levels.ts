@@ -13,8 +13,6 @@
 export const DELAY_RESOLUTION_MS = 100;
 /** How many levels there can be (the routing key's bits): the longest delay is (2^20 - 1) × 100 ms, about 29 hours. */
 export const DELAY_LEVELS = 20;
-/** The longest retry delay the options accept (24 h, below what the levels hold). */
-export const MAX_RETRY_DELAY_MS = 86_400_000;
 
 /** The headers exchange that hands a message back to its queue when its delay is over. */
 export function deliverExchangeName(exchange: string): string {

@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Channel, ChannelModel } from 'amqplib';
 import { HEADERS } from '../reliable-messaging.constants';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { withDeclarationChannel } from '../amqp/declaration-channel';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import {

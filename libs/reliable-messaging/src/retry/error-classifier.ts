@@ -1,5 +1,5 @@
 import { NonRetryableError } from '../errors/non-retryable.error';
-import type { ResolvedRetryOptions } from './retry.options';
+import type { ResolvedRetryOptions } from '../options/retry.options';
 
 /** Decides whether a failure can succeed on another attempt. */
 export type ErrorClassifier = (error: unknown) => 'retry' | 'dead-letter';

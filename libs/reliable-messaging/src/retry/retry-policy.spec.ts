@@ -1,10 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import { ConfigurationError } from '../errors/configuration.error';
 import { InvalidMessageError } from '../errors/invalid-message.error';
+import { ManualSettlementError } from '../errors/manual-settlement.error';
 import { NonRetryableError } from '../errors/non-retryable.error';
 import { RedeliveryLimitError } from '../errors/redelivery-limit.error';
 import { RetryPolicy } from './retry-policy';
-import { mergeRetryOptions, resolveRetryOptions } from './retry.options';
+import { mergeRetryOptions, resolveRetryOptions } from '../options/retry.options';
 
 class PaymentDeclined extends Error {}
 class OutOfStock extends Error {}
@@ -33,6 +34,7 @@ describe('RetryPolicy', () => {
       'malformed-json',
     ],
     ['a redelivery limit', new RedeliveryLimitError(6), 'redelivery-limit'],
+    ['an ack or nack made by hand', new ManualSettlementError('Spec.handler', 'ack'), 'manual-settlement'],
     ['a configured error class', new PaymentDeclined('declined'), 'non-retryable'],
     ['an error the predicate refuses', new OutOfStock('none left'), 'non-retryable'],
   ])('dead-letters %s at once', (_what, error, reason) => {

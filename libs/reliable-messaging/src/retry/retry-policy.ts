@@ -1,10 +1,11 @@
 import { MessageRefusedError } from '../errors/message-refused.error';
 import { InvalidMessageError } from '../errors/invalid-message.error';
+import { ManualSettlementError } from '../errors/manual-settlement.error';
 import { RedeliveryLimitError } from '../errors/redelivery-limit.error';
 import { backoffCeiling, equalJitterDelay } from '../util/backoff';
 import { quantiseDelay } from './delay-levels';
 import { createErrorClassifier, type ErrorClassifier } from './error-classifier';
-import type { ResolvedRetryOptions } from './retry.options';
+import type { ResolvedRetryOptions } from '../options/retry.options';
 
 /** What happens to a failed delivery: another attempt after a delay, or the dead-letter queue with a reason. */
 export type RetryDecision =
@@ -52,5 +53,6 @@ export class RetryPolicy {
 export function deadLetterReason(error: unknown): string {
   if (error instanceof InvalidMessageError || error instanceof MessageRefusedError) return error.reason;
   if (error instanceof RedeliveryLimitError) return 'redelivery-limit';
+  if (error instanceof ManualSettlementError) return error.reason;
   return 'non-retryable';
 }

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { HEADERS } from '../reliable-messaging.constants';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { ConfirmPublisher } from '../amqp/confirm-publisher';
 import { withoutBrokerHeaders } from '../envelope/broker-headers';
 import { republish } from '../envelope/republish';

@@ -1,5 +1,5 @@
 import type { ChannelModel } from 'amqplib';
-import type { BrokerConnector } from '../reliable-messaging.options';
+import type { BrokerConnector } from '../options/reliable-messaging.options';
 import type { InMemoryBroker } from './in-memory-broker/in-memory-broker';
 import { InMemoryConnection } from './in-memory-broker/in-memory-connection';
 

@@ -9,9 +9,9 @@ import { InboxStats, type DuplicateDelivery } from '../inbox/inbox-stats.service
 import { MemoryInbox } from '../inbox/memory-inbox';
 import { MessagePublisher, type PublishReceipt } from '../publishing/message-publisher.service';
 import type { PublishOptions } from '../publishing/publish-options';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
 import { DEAD_LETTER_HEADERS, HEADERS } from '../reliable-messaging.constants';
-import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { delayOfRoutingKey } from '../retry/delay-levels';
 import {
   bodyOf,

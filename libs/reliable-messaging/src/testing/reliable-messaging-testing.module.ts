@@ -1,7 +1,7 @@
 import { Module, type DynamicModule, type FactoryProvider, type ModuleMetadata } from '@nestjs/common';
 import { Registry } from 'prom-client';
 import { ReliableMessagingModule } from '../reliable-messaging.module';
-import type { ReliableMessagingModuleOptions } from '../reliable-messaging.options';
+import type { ReliableMessagingModuleOptions } from '../options/reliable-messaging.options';
 import { InMemoryBroker } from './in-memory-broker/in-memory-broker';
 import { IN_MEMORY_CONNECTIONS, InMemoryConnections } from './in-memory-connections';
 import { MessagingHarness } from './messaging-harness';

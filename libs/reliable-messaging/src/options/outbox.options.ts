@@ -1,5 +1,6 @@
 import { ConfigurationError } from '../errors/configuration.error';
-import { assertInteger } from '../reliable-messaging.options';
+import { assertKnownKeys, optionKeys } from './known-keys';
+import { assertInteger } from './option-assertions';
 
 /** The transactional outbox: how its relay claims, retries and prunes rows. Used when `dataSource` is set. */
 export interface OutboxOptions {
@@ -39,6 +40,21 @@ export interface ResolvedOutboxOptions {
   retryDelay: { initialMs: number; maxMs: number };
 }
 
+const OUTBOX_OPTION_KEYS = optionKeys<OutboxOptions>({
+  relay: true,
+  batchSize: true,
+  concurrency: true,
+  inFlightPerKey: true,
+  pollIntervalMs: true,
+  retentionMs: true,
+  pruneIntervalMs: true,
+  retryDelay: true,
+});
+const OUTBOX_RETRY_DELAY_KEYS = optionKeys<NonNullable<OutboxOptions['retryDelay']>>({
+  initialMs: true,
+  maxMs: true,
+});
+
 export const DEFAULT_OUTBOX_BATCH_SIZE = 200;
 export const DEFAULT_OUTBOX_CONCURRENCY = 2;
 export const DEFAULT_OUTBOX_IN_FLIGHT_PER_KEY = 1000;
@@ -56,6 +72,15 @@ export function resolveOutboxOptions(options: OutboxOptions | undefined): Resolv
     );
   }
   const own = options ?? {};
+  assertKnownKeys(own, OUTBOX_OPTION_KEYS, 'ReliableMessagingModule', 'outbox.');
+  if (own.retryDelay !== undefined) {
+    if (typeof own.retryDelay !== 'object' || own.retryDelay === null) {
+      throw new ConfigurationError(
+        "ReliableMessagingModule: 'outbox.retryDelay' must be an object like { initialMs: 1000, maxMs: 60000 }",
+      );
+    }
+    assertKnownKeys(own.retryDelay, OUTBOX_RETRY_DELAY_KEYS, 'ReliableMessagingModule', 'outbox.retryDelay.');
+  }
   const initialMs = own.retryDelay?.initialMs ?? DEFAULT_OUTBOX_RETRY_INITIAL_MS;
   const resolved: ResolvedOutboxOptions = {
     relay: own.relay ?? true,

@@ -23,3 +23,14 @@ export function assertDeadline(field: string, value: unknown, consumerTimeoutMs:
     );
   }
 }
+
+/** A consumer's resolved deadline settings. */
+export interface DeadlineSettings {
+  /** How long a handler may run before it counts as failed. */
+  deadlineMs: number;
+  /**
+   * How far `extendDeadline()` may push it, counted from when the delivery arrived: the broker's consumer timeout
+   * less its margin, which is also how long any stage may hold a delivery unsettled.
+   */
+  limitMs: number;
+}

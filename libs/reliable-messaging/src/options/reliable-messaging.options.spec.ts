@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConfigurationError } from './errors/configuration.error';
+import { ConfigurationError } from '../errors/configuration.error';
 import { resolveOptions, type ReliableMessagingModuleOptions } from './reliable-messaging.options';
 
 const URL = 'amqp://app:secret@rabbit:5672/shop';
@@ -169,6 +169,83 @@ describe('resolveOptions', () => {
     ],
   ])('refuses %s with a message that says how to fix it', (_what, options, message) => {
     expect(failure(options)).toContain(message);
+  });
+
+  it.each<[string, Record<string, unknown>, string]>([
+    [
+      'a misspelt top-level option',
+      { urls: URL, defaultConcurency: 5 },
+      'ReliableMessagingModule: unknown option `defaultConcurency`; did you mean `defaultConcurrency`?',
+    ],
+    ['a singular url', { url: URL }, 'ReliableMessagingModule: unknown option `url`; did you mean `urls`?'],
+    [
+      'an option of another library',
+      { urls: URL, prefetchCount: 10 },
+      'ReliableMessagingModule: unknown option `prefetchCount`; the options here are `urls`, `tls`,',
+    ],
+    [
+      'a misspelt reconnect option',
+      { urls: URL, reconnect: { maxDelay: 1000 } },
+      'ReliableMessagingModule: unknown option `reconnect.maxDelay`; did you mean `reconnect.maxDelayMs`?',
+    ],
+    [
+      'a misspelt tls option',
+      { urls: URL, tls: { rejectUnauthorised: false } },
+      'ReliableMessagingModule: unknown option `tls.rejectUnauthorised`; did you mean `tls.rejectUnauthorized`?',
+    ],
+    [
+      'a misspelt outbox option',
+      { urls: URL, outbox: { batchSise: 100 } },
+      'ReliableMessagingModule: unknown option `outbox.batchSise`; did you mean `outbox.batchSize`?',
+    ],
+    [
+      'a misspelt outbox retry delay option',
+      { urls: URL, outbox: { retryDelay: { initialDelayMs: 100 } } },
+      'ReliableMessagingModule: unknown option `outbox.retryDelay.initialDelayMs`; the options here are `outbox.retryDelay.initialMs`, `outbox.retryDelay.maxMs`',
+    ],
+    [
+      'a misspelt inbox option',
+      { urls: URL, inbox: { retentionMS: 1000 } },
+      'ReliableMessagingModule: unknown option `inbox.retentionMS`; did you mean `inbox.retentionMs`?',
+    ],
+    [
+      'a misspelt retry option',
+      { urls: URL, retry: { maxAttempt: 3 } },
+      'ReliableMessaging: unknown option `retry.maxAttempt`; did you mean `retry.maxAttempts`?',
+    ],
+    [
+      'a misspelt claim-check option',
+      { urls: URL, claimCheck: { treshholdBytes: 1 } },
+      'ReliableMessagingModule: unknown option `claimCheck.treshholdBytes`; did you mean `claimCheck.thresholdBytes`?',
+    ],
+    [
+      'a reconnect that is not an object',
+      { urls: URL, reconnect: 5 },
+      "ReliableMessagingModule: 'reconnect' must be an object like { maxDelayMs: 1500 }",
+    ],
+  ])('refuses %s at startup, naming the nearest known option', (_what, options, message) => {
+    expect(failure(options as Partial<ReliableMessagingModuleOptions>)).toContain(message);
+  });
+
+  it('accepts every documented option, nested ones included', () => {
+    expect(() =>
+      resolveOptions({
+        urls: URL,
+        tls: {
+          ca: 'ca',
+          cert: 'cert',
+          key: 'key',
+          passphrase: 'p',
+          servername: 'rabbit',
+          rejectUnauthorized: true,
+        },
+        reconnect: { initialDelayMs: 100, maxDelayMs: 1000 },
+        outbox: { relay: false, retryDelay: { initialMs: 10, maxMs: 100 } },
+        inbox: { retentionMs: 7 * 86_400_000, replayWindowMs: 86_400_000, pruneIntervalMs: 60_000 },
+        retry: { maxAttempts: 3, initialDelayMs: 100, maxDelayMs: 1000, maxRedeliveries: 2 },
+        defaultConcurrency: 5,
+      }),
+    ).not.toThrow();
   });
 
   it('never puts credentials into an error message', () => {

@@ -1,9 +1,49 @@
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { ConfigurationError } from '../errors/configuration.error';
-import { assertInteger } from '../reliable-messaging.options';
-import type { ResolvedRetryOptions } from '../retry/retry.options';
-import type { ClaimCheckStore } from './claim-check-store';
-import { PostgresClaimCheckStore } from './postgres-claim-check.store';
+import { assertKnownKeys, optionKeys } from './known-keys';
+import { assertInteger } from './option-assertions';
+import type { ResolvedRetryOptions } from './retry.options';
+
+/** What a store keeps beside a body: when it may be deleted, and what it belongs to (for operators). */
+export interface ClaimCheckBodyInfo {
+  /** The body's own id, a UUID v7 (its creation time is in it). */
+  id: string;
+  /** The body may be deleted from this instant on. */
+  expiresAt: Date;
+  /** The message type, for operators browsing the store. */
+  messageType: string;
+}
+
+/** The size of a store, as the metrics show it. */
+export interface ClaimCheckStoreStats {
+  bodies: number;
+  bytes: number;
+  /** When the oldest body still stored was written; undefined when the store is empty. */
+  oldestAt?: Date;
+}
+
+/**
+ * Where claim-checked bodies live. A store hands out references it alone can read back: `locate()` accepts only
+ * the references it would write itself (its own scheme, bucket or directory, a well-formed id), so a forged
+ * reference never reaches the store. `put()` and `get()` throw ClaimCheckStoreUnavailableError when the store
+ * cannot be reached; `get()` resolves undefined for a body that is not there.
+ */
+export interface ClaimCheckStore {
+  /** Names the store in logs and metrics: `postgres`, `filesystem`, `s3`. */
+  readonly kind: string;
+  /** The reference written to the message's `rm-claim-check` header for a body. */
+  referenceFor(info: ClaimCheckBodyInfo): string;
+  /** The body's location parsed from a reference, or undefined when the reference is not this store's. */
+  locate(reference: string): string | undefined;
+  /** Stores a body; `manager` is the outbox's transaction, used by stores that can join it. */
+  put(location: string, body: Buffer, info: ClaimCheckBodyInfo, manager?: EntityManager): Promise<void>;
+  get(location: string): Promise<Buffer | undefined>;
+  /** Deletes a body; nothing happens when it is not there. */
+  delete(location: string): Promise<void>;
+  /** Deletes up to `limit` bodies whose time to live has passed; resolves with how many went. */
+  deleteExpired(limit: number, now?: Date): Promise<number>;
+  stats(): Promise<ClaimCheckStoreStats>;
+}
 
 /** The claim check: large bodies kept in a store, the message carrying a reference (docs/claim-check.md). */
 export interface ClaimCheckOptions {
@@ -57,16 +97,35 @@ export interface ResolvedClaimCheckOptions {
   pruneIntervalMs: number;
 }
 
+const CLAIM_CHECK_OPTION_KEYS = optionKeys<ClaimCheckOptions>({
+  store: true,
+  thresholdBytes: true,
+  maxBodyBytes: true,
+  timeToLiveMs: true,
+  deadLetterTimeToLiveMs: true,
+  pruneIntervalMs: true,
+});
+
 export const DEFAULT_CLAIM_CHECK_MAX_BODY_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_CLAIM_CHECK_TIME_TO_LIVE_MS = 14 * 24 * 3_600_000;
 export const DEFAULT_CLAIM_CHECK_DEAD_LETTER_TIME_TO_LIVE_MS = 365 * 24 * 3_600_000;
 export const DEFAULT_CLAIM_CHECK_PRUNE_INTERVAL_MS = 300_000;
 
-/** Applies the claim check's defaults and checks them, failing with a message that says how to fix it. */
+/**
+ * Makes the default store, the `rm_claim_check` table of the module's `dataSource`. The module passes
+ * PostgresClaimCheckStore's constructor; the options know no store of their own.
+ */
+export type DatabaseClaimCheckStore = (dataSource: DataSource) => ClaimCheckStore;
+
+/**
+ * Applies the claim check's defaults and checks them, failing with a message that says how to fix it. Without a
+ * `store`, a module with a `dataSource` gets `databaseStore(dataSource)`.
+ */
 export function resolveClaimCheckOptions(
   options: ClaimCheckOptions | undefined,
   dataSource: DataSource | undefined,
   retry: Pick<ResolvedRetryOptions, 'maxAttempts' | 'maxDelayMs'>,
+  databaseStore?: DatabaseClaimCheckStore,
 ): ResolvedClaimCheckOptions {
   if (options !== undefined && (typeof options !== 'object' || options === null)) {
     throw new ConfigurationError(
@@ -74,9 +133,10 @@ export function resolveClaimCheckOptions(
     );
   }
   const own = options ?? {};
+  assertKnownKeys(own, CLAIM_CHECK_OPTION_KEYS, 'ReliableMessagingModule', 'claimCheck.');
   const resolved: ResolvedClaimCheckOptions = {
     configured: options !== undefined,
-    store: own.store ?? (dataSource ? new PostgresClaimCheckStore(dataSource) : undefined),
+    store: own.store ?? (dataSource && databaseStore ? databaseStore(dataSource) : undefined),
     thresholdBytes: own.thresholdBytes,
     maxBodyBytes: own.maxBodyBytes ?? DEFAULT_CLAIM_CHECK_MAX_BODY_BYTES,
     timeToLiveMs: own.timeToLiveMs ?? DEFAULT_CLAIM_CHECK_TIME_TO_LIVE_MS,

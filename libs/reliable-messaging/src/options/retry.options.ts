@@ -1,6 +1,6 @@
 import { ConfigurationError } from '../errors/configuration.error';
-import { assertInteger } from '../reliable-messaging.options';
-import { MAX_RETRY_DELAY_MS } from './delay-levels';
+import { assertKnownKeys, optionKeys } from './known-keys';
+import { assertInteger } from './option-assertions';
 
 /** An error class, matched with `instanceof`. */
 export type ErrorClass = abstract new (...args: never[]) => unknown;
@@ -41,6 +41,19 @@ export interface ResolvedRetryOptions {
   maxRedeliveries: number;
 }
 
+/** The longest retry delay the options accept (24 h, below what the delay levels hold, retry/delay-levels.ts). */
+export const MAX_RETRY_DELAY_MS = 86_400_000;
+
+/** Every key of RetryOptions, for the startup check that refuses a key it does not know. */
+export const RETRY_OPTION_KEYS = optionKeys<RetryOptions>({
+  maxAttempts: true,
+  initialDelayMs: true,
+  maxDelayMs: true,
+  nonRetryableErrors: true,
+  isRetryable: true,
+  maxRedeliveries: true,
+});
+
 export const DEFAULT_RETRY_MAX_ATTEMPTS = 12;
 export const DEFAULT_RETRY_INITIAL_DELAY_MS = 1000;
 export const DEFAULT_RETRY_MAX_DELAY_MS = 120_000;
@@ -78,6 +91,7 @@ export function mergeRetryOptions(
     throw new ConfigurationError(`ReliableMessaging: '${where}' must be an object like { maxAttempts: 6 }`);
   }
   const own = options ?? {};
+  assertKnownKeys(own, RETRY_OPTION_KEYS, 'ReliableMessaging', `${where}.`);
   if (own.nonRetryableErrors !== undefined && !Array.isArray(own.nonRetryableErrors)) {
     throw nonRetryableErrorsError(where);
   }

@@ -1,5 +1,6 @@
 import { ConfigurationError } from '../errors/configuration.error';
-import { assertInteger } from '../reliable-messaging.options';
+import { assertKnownKeys, optionKeys } from './known-keys';
+import { assertInteger } from './option-assertions';
 
 /** The inbox that deduplicates deliveries: how long it remembers handled messages. Used when `dataSource` is set. */
 export interface InboxOptions {
@@ -32,6 +33,13 @@ export interface ResolvedInboxOptions {
   store: 'database' | 'memory';
 }
 
+const INBOX_OPTION_KEYS = optionKeys<InboxOptions>({
+  retentionMs: true,
+  replayWindowMs: true,
+  pruneIntervalMs: true,
+  store: true,
+});
+
 const DAY_MS = 24 * 60 * 60 * 1000;
 export const DEFAULT_INBOX_RETENTION_MS = 7 * DAY_MS;
 export const DEFAULT_INBOX_REPLAY_WINDOW_MS = 3 * DAY_MS;
@@ -44,6 +52,7 @@ export function resolveInboxOptions(options: InboxOptions | undefined): Resolved
       "ReliableMessagingModule: 'inbox' must be an object like { retentionMs: 604800000 }",
     );
   }
+  if (options !== undefined) assertKnownKeys(options, INBOX_OPTION_KEYS, 'ReliableMessagingModule', 'inbox.');
   const resolved: ResolvedInboxOptions = {
     retentionMs: options?.retentionMs ?? DEFAULT_INBOX_RETENTION_MS,
     replayWindowMs: options?.replayWindowMs ?? DEFAULT_INBOX_REPLAY_WINDOW_MS,

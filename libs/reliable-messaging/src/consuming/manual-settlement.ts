@@ -1,0 +1,26 @@
+import { ConfigurationError } from '../errors/configuration.error';
+
+/**
+ * What a handler written for Nest's RMQ transport settles its message with: `ctx.getChannelRef()`, or a
+ * channel's `ack`, `nack` or `reject` (`channel.ack(message)`, `this.channel?.nack(...)`).
+ */
+const MANUAL_SETTLEMENT =
+  /\bgetChannelRef\s*\(|\b\w*channel\w*\s*\??\.\s*(?:ack|nack|reject|ackAll|nackAll)\s*\(/i;
+
+/**
+ * Refuses, at startup, a handler whose own code settles its message by hand: the module acks after the handler
+ * returns, so such a handler would fail on every delivery. What its code calls is read from its source
+ * (`Function.prototype.toString`); a call made elsewhere (a helper it calls) is caught when it runs, by the
+ * channel `MessageContext.getChannelRef()` returns, which dead-letters the message at once.
+ */
+export function assertNoManualSettlement(method: unknown, where: string): void {
+  if (typeof method !== 'function') return;
+  const source = Function.prototype.toString.call(method);
+  const call = MANUAL_SETTLEMENT.exec(source);
+  if (!call) return;
+  const found = call[0].replace(/\s+/g, '').replace(/\($/, '()');
+  throw new ConfigurationError(
+    `${where}: the handler settles its message by hand (it calls ${found}); the module acks after your handler ` +
+      'returns; remove the ack/nack call and its getChannelRef() (docs/handlers.md, "Coming from Nest\'s RMQ transport")',
+  );
+}
