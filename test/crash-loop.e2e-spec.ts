@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { HEADERS } from 'nestjs-reliable-messaging';
-import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
+import { DEAD_LETTER_HEADERS, HEADERS } from 'nestjs-reliable-messaging';
 import { ChildApp } from './support/child-app';
 import { TestBroker } from './support/test-broker';
 

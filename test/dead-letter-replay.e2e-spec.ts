@@ -3,16 +3,17 @@ import { Injectable } from '@nestjs/common';
 import { IsInt, IsString } from 'class-validator';
 import {
   Consume,
+  DEAD_LETTER_HEADERS,
   HEADERS,
+  type MessageContext,
   MessageType,
   NonRetryableError,
-  type MessageContext,
 } from 'nestjs-reliable-messaging';
 import {
-  DEAD_LETTER_HEADERS,
   DeadLetterOperations,
   InvalidDeadLetterQueryError,
-} from 'nestjs-reliable-messaging/dead-letters';
+  ReliableMessagingAdminModule,
+} from 'nestjs-reliable-messaging-admin';
 import { InboxStats } from 'nestjs-reliable-messaging/operations';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
@@ -67,12 +68,14 @@ describe('replaying dead letters: by filter, by time window, edited, and safely 
   let operations: DeadLetterOperations;
 
   beforeAll(async () => {
-    db = await createMessagingDatabase([
-      'CREATE TABLE shipments (order_id text NOT NULL, quantity int NOT NULL)',
-    ]);
+    db = await createMessagingDatabase(
+      ['CREATE TABLE shipments (order_id text NOT NULL, quantity int NOT NULL)'],
+      { admin: true },
+    );
     broker = await TestBroker.connect();
     app = await MessagingTestApp.start(broker, {
       providers: [ShippingHandler],
+      imports: [ReliableMessagingAdminModule],
       options: { dataSource: db.dataSource, outbox: { relay: false } },
     });
     handler = app.get(ShippingHandler);

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { MessagePublisher } from 'nestjs-reliable-messaging';
-import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
+import { DEAD_LETTER_HEADERS, MessagePublisher } from 'nestjs-reliable-messaging';
 import { ReliableMessagingTransport } from 'nestjs-reliable-messaging/microservices';
 import { ConsumerRegistry } from 'nestjs-reliable-messaging/operations';
 import { LabelBook } from '../apps/parcel-service/src/parcel.controller';

@@ -6,14 +6,14 @@ import { IsInt, IsString } from 'class-validator';
 import { Registry } from 'prom-client';
 import {
   Consume,
+  DEAD_LETTER_HEADERS,
   HEADERS,
+  type MessageContext,
   MessagePublisher,
   MessageType,
   NonRetryableError,
   ReliableMessagingModule,
-  type MessageContext,
 } from 'nestjs-reliable-messaging';
-import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
 import {
   DELAY_RESOLUTION_MS,
   deliverExchangeName,

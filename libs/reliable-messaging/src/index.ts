@@ -2,12 +2,14 @@
  * Reliable messaging over RabbitMQ for NestJS, imported as `nestjs-reliable-messaging`: what an application touches
  * to consume, publish and run. The rest has its own entry point:
  *
- * - `nestjs-reliable-messaging/typeorm`: the outbox, inbox and audit entities and their migrations;
- * - `nestjs-reliable-messaging/dead-letters`: the `dlq` command line, the HTTP admin module and their operations;
+ * - `nestjs-reliable-messaging/typeorm`: the outbox, inbox, idempotency-key and claim-check entities and their migrations;
  * - `nestjs-reliable-messaging/operations`: monitors, stats, connections and the names of the broker objects the
- *   module declares, for operators' scripts and harnesses;
+ *   module declares, for operators' scripts and harnesses, and what operator tooling builds on;
  * - `nestjs-reliable-messaging/testing`: fault points for tests that must stop the module at an exact moment;
  * - `nestjs-reliable-messaging/safe-json`: the decoder's strict UTF-8 and a JSON parser with limits, for HTTP bodies.
+ *
+ * The operator's tools (the `dlq` command line, the HTTP admin API and console, and the dead-letter and outbox
+ * operations) are a package of their own, `nestjs-reliable-messaging-admin`.
  */
 
 /** The module: `ReliableMessagingModule.forRoot(options)` or `forRootAsync(...)` in the app's root module. */
@@ -37,6 +39,8 @@ export type { MessageContext } from './context/message-context';
 export type { Envelope } from './envelope/envelope';
 /** The envelope's header names, for clients that publish or read messages without the module. */
 export { HEADERS } from './reliable-messaging.constants';
+/** The headers a dead letter gains (reason, error, origin, attempts), beside its original headers and body. */
+export { DEAD_LETTER_HEADERS } from './reliable-messaging.constants';
 /** The context type handlers run under, for guards, interceptors and filters (`host.getType() === 'rmq'`). */
 export { RMQ_CONTEXT_TYPE } from './reliable-messaging.constants';
 /** Discards a message that is not newer than the state a handler holds, and counts the discard. */
