@@ -27,8 +27,8 @@ export type { DeadLetterFilter } from './dead-letter/dead-letter-filter';
 /** The operations on parked outbox rows (rows the relay set aside as unpublishable) that the command line and the HTTP API share. */
 export { OutboxOperations } from './outbox/outbox-operations.service';
 export type { OutboxFilter } from './outbox/outbox-filter';
+export type { OutboxSelection } from './outbox/outbox-selection';
 export type {
-  OutboxSelection,
   OutboxOperationOptions,
   OutboxOperationResult,
   OutboxListResult,

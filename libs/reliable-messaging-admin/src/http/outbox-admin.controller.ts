@@ -1,7 +1,8 @@
 import { Body, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
 import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
 import { parseOutboxFilter, type OutboxFilter } from '../outbox/outbox-filter';
-import type { OutboxOperationOptions, OutboxSelection } from '../outbox/outbox-operation';
+import type { OutboxOperationOptions } from '../outbox/outbox-operation';
+import type { OutboxSelection } from '../outbox/outbox-selection';
 import { OutboxOperations } from '../outbox/outbox-operations.service';
 import { adminActor } from './admin-actor';
 import { answer, flagOf, limitOf, noteOf, type AdminInput } from './admin-request';

@@ -1,6 +1,5 @@
 import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
 import { parseTime } from '../dead-letter/dead-letter-filter';
-import type { OutboxSelection } from './outbox-operation';
 
 /** Which parked outbox rows an operation applies to; every field given must match. An empty filter matches all. */
 export interface OutboxFilter {
@@ -67,16 +66,6 @@ export function parseOutboxFilter(input: OutboxFilterInput, now: number = Date.n
 /** Whether the filter selects something narrower than every parked row. */
 export function narrowsOutboxSelection(filter: OutboxFilter): boolean {
   return Object.values(filter).some((value) => value !== undefined);
-}
-
-/** Refuses a retry or discard of every parked row that does not say `all`, so no typo empties the outbox. */
-export function requireOutboxSelection(verb: 'retry' | 'discard', selection: OutboxSelection): void {
-  const { all, ...filter } = selection;
-  if (!narrowsOutboxSelection(filter) && all !== true) {
-    throw new InvalidDeadLetterQueryError(
-      `an outbox ${verb} needs a selection: ids, a filter (type, ordering key, time window, text), or 'all' for every parked row`,
-    );
-  }
 }
 
 function optionalString(field: string, value: unknown): string | undefined {

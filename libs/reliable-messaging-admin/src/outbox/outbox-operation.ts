@@ -1,11 +1,4 @@
 import type { OutboundProperties } from 'nestjs-reliable-messaging/operations';
-import type { OutboxFilter } from './outbox-filter';
-
-/** Which parked rows a retry or discard applies to: a filter, or `all` for every parked row. */
-export interface OutboxSelection extends OutboxFilter {
-  /** Required to retry or discard without any filter. Default: false. */
-  all?: boolean;
-}
 
 /** A parked outbox row as the operator's tools show it. */
 export interface ParkedOutboxRow {

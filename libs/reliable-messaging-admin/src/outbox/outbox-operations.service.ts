@@ -13,12 +13,12 @@ import { checkLimit, describeSelection } from '../dead-letter/dead-letter-select
 import { EmptySelectionError } from '../errors/empty-selection.error';
 import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
 import { OutboxRowNotFoundError } from '../errors/outbox-row-not-found.error';
-import { requireOutboxSelection, type OutboxFilter } from './outbox-filter';
+import type { OutboxFilter } from './outbox-filter';
+import { requireOutboxSelection, type OutboxSelection } from './outbox-selection';
 import type {
   OutboxListResult,
   OutboxOperationOptions,
   OutboxOperationResult,
-  OutboxSelection,
   ParkedOutboxRow,
   ParkedOutboxRowDetail,
 } from './outbox-operation';

@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
-import { parseOutboxFilter, requireOutboxSelection, type OutboxFilter } from '../../outbox/outbox-filter';
-import type { OutboxOperationResult, OutboxSelection } from '../../outbox/outbox-operation';
+import { parseOutboxFilter, type OutboxFilter } from '../../outbox/outbox-filter';
+import type { OutboxOperationResult } from '../../outbox/outbox-operation';
+import { requireOutboxSelection, type OutboxSelection } from '../../outbox/outbox-selection';
 import { CLI_EXIT, type CliContext } from '../cli-context';
 import { limitArgument, limitOf, timeArgument } from '../filter-flags';
 import { ProgressReporter } from '../progress-reporter';

@@ -3,7 +3,7 @@ import { parseDeadLetterFilter } from '../../dead-letter/dead-letter-filter';
 import type { DeadLetterSelection } from '../../dead-letter/dead-letter-selection';
 import { InvalidDeadLetterQueryError } from '../../errors/invalid-dead-letter-query.error';
 import { parseOutboxFilter } from '../../outbox/outbox-filter';
-import type { OutboxSelection } from '../../outbox/outbox-operation';
+import type { OutboxSelection } from '../../outbox/outbox-selection';
 import { field, fields } from './console-http';
 import type { FilterFields } from './views/messages.view';
 import type { OutboxFilterFields } from './views/outbox.view';
