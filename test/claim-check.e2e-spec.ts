@@ -8,7 +8,6 @@ import { IsString } from 'class-validator';
 import { Registry } from 'prom-client';
 import {
   Consume,
-  DEAD_LETTER_HEADERS,
   HEADERS,
   type MessageContext,
   MessageType,
@@ -16,6 +15,7 @@ import {
   PayloadTooLargeError,
   type ReliableMessagingModuleOptions,
 } from 'nestjs-reliable-messaging';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import {
   ClaimCheckPruner,
   ClaimCheckStoreUnavailableError,

@@ -7,13 +7,8 @@ import { join } from 'node:path';
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { IsString } from 'class-validator';
-import {
-  Consume,
-  DEAD_LETTER_HEADERS,
-  MessagePublisher,
-  MessageType,
-  ReliableMessagingModule,
-} from 'nestjs-reliable-messaging';
+import { Consume, MessagePublisher, MessageType, ReliableMessagingModule } from 'nestjs-reliable-messaging';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { DeadLetterAdminModule } from 'nestjs-reliable-messaging-admin';
 import { uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';

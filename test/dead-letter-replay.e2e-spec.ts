@@ -3,7 +3,6 @@ import { Injectable } from '@nestjs/common';
 import { IsInt, IsString } from 'class-validator';
 import {
   Consume,
-  DEAD_LETTER_HEADERS,
   HEADERS,
   type MessageContext,
   MessageType,
@@ -14,7 +13,7 @@ import {
   InvalidDeadLetterQueryError,
   ReliableMessagingAdminModule,
 } from 'nestjs-reliable-messaging-admin';
-import { InboxStats } from 'nestjs-reliable-messaging/operations';
+import { InboxStats, DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';

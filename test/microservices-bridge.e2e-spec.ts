@@ -11,14 +11,9 @@ import {
 import { NestFactory } from '@nestjs/core';
 import { ClientProxy, Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
-import {
-  DEAD_LETTER_HEADERS,
-  type MessageContext,
-  MessagePublisher,
-  ReliableMessagingModule,
-} from 'nestjs-reliable-messaging';
+import { type MessageContext, MessagePublisher, ReliableMessagingModule } from 'nestjs-reliable-messaging';
 import { ReliableMessagingClient, ReliableMessagingTransport } from 'nestjs-reliable-messaging/microservices';
-import { ConsumerRegistry } from 'nestjs-reliable-messaging/operations';
+import { ConsumerRegistry, DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { CapturingLogger } from './support/messaging-app';
 import {
   createMessagingDatabase,

@@ -17,7 +17,8 @@ import {
 import { Ctx, Payload } from '@nestjs/microservices';
 import { IsOptional, IsString } from 'class-validator';
 import { tap, throwError, type Observable } from 'rxjs';
-import { Consume, DEAD_LETTER_HEADERS, type MessageContext, MessageType } from 'nestjs-reliable-messaging';
+import { Consume, type MessageContext, MessageType } from 'nestjs-reliable-messaging';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

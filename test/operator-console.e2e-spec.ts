@@ -5,13 +5,8 @@ import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { IsInt, IsString, Min } from 'class-validator';
 import type { Page } from 'playwright-core';
-import {
-  Consume,
-  DEAD_LETTER_HEADERS,
-  MessagePublisher,
-  MessageType,
-  ReliableMessagingModule,
-} from 'nestjs-reliable-messaging';
+import { Consume, MessagePublisher, MessageType, ReliableMessagingModule } from 'nestjs-reliable-messaging';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { DeadLetterAdminModule } from 'nestjs-reliable-messaging-admin';
 import { launchChromium, type HeadlessChromium } from '../apps/order-service/src/demo/headless-chromium';
 import { createMessagingDatabase, outboxRows, type MessagingDatabase } from './support/messaging-database';

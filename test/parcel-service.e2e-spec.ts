@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { DEAD_LETTER_HEADERS, MessagePublisher } from 'nestjs-reliable-messaging';
+import { MessagePublisher } from 'nestjs-reliable-messaging';
 import { ReliableMessagingTransport } from 'nestjs-reliable-messaging/microservices';
-import { ConsumerRegistry } from 'nestjs-reliable-messaging/operations';
+import { ConsumerRegistry, DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { LabelBook } from '../apps/parcel-service/src/parcel.controller';
 import { ParcelModule } from '../apps/parcel-service/src/parcel.module';
 import { CapturingLogger } from './support/messaging-app';

@@ -4,12 +4,12 @@ import type { Options } from 'amqplib';
 import { IsInt, IsString } from 'class-validator';
 import {
   Consume,
-  DEAD_LETTER_HEADERS,
   HEADERS,
   type InvalidMessageReason,
   type MessageContext,
   MessageType,
 } from 'nestjs-reliable-messaging';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

@@ -3,13 +3,13 @@ import { Injectable } from '@nestjs/common';
 import { IsInt, IsString } from 'class-validator';
 import {
   Consume,
-  DEAD_LETTER_HEADERS,
   HEADERS,
   type MessageContext,
   MessagePublisher,
   MessageType,
   NonRetryableError,
 } from 'nestjs-reliable-messaging';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { MessagingTestApp, queueCounts, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

@@ -6,7 +6,6 @@ import { IsInt, IsString } from 'class-validator';
 import { Registry } from 'prom-client';
 import {
   Consume,
-  DEAD_LETTER_HEADERS,
   HEADERS,
   type MessageContext,
   MessagePublisher,
@@ -18,6 +17,7 @@ import {
   DELAY_RESOLUTION_MS,
   deliverExchangeName,
   delayLevelNames,
+  DEAD_LETTER_HEADERS,
 } from 'nestjs-reliable-messaging/operations';
 import type { Transport } from './contract-transports';
 import { waitFor } from './wait-for';

@@ -39,8 +39,6 @@ export type { MessageContext } from './context/message-context';
 export type { Envelope } from './envelope/envelope';
 /** The envelope's header names, for clients that publish or read messages without the module. */
 export { HEADERS } from './reliable-messaging.constants';
-/** The headers a dead letter gains (reason, error, origin, attempts), beside its original headers and body. */
-export { DEAD_LETTER_HEADERS } from './reliable-messaging.constants';
 /** The context type handlers run under, for guards, interceptors and filters (`host.getType() === 'rmq'`). */
 export { RMQ_CONTEXT_TYPE } from './reliable-messaging.constants';
 /** Discards a message that is not newer than the state a handler holds, and counts the discard. */

@@ -75,6 +75,8 @@ export {
   consumerQueueOf,
   describeQueueError,
 } from './dead-letter/dead-letter-queue';
+/** The headers a dead letter gains (reason, error, origin, attempts), beside its original headers and body. */
+export { DEAD_LETTER_HEADERS } from './reliable-messaging.constants';
 /** The content type of the module's JSON bodies. */
 export { JSON_CONTENT_TYPE } from './reliable-messaging.constants';
 /** The validation a consumer applies to a body of its message class (class-transformer, class-validator). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { DEAD_LETTER_HEADERS, HEADERS } from 'nestjs-reliable-messaging';
-import { readDeadLetter } from 'nestjs-reliable-messaging/operations';
+import { HEADERS } from 'nestjs-reliable-messaging';
+import { readDeadLetter, DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { replayMessage } from './replay-message';
 
 const properties = {

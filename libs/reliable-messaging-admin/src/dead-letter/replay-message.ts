@@ -1,9 +1,10 @@
-import { DEAD_LETTER_HEADERS, HEADERS } from 'nestjs-reliable-messaging';
+import { HEADERS } from 'nestjs-reliable-messaging';
 import {
   type DeadLetter,
   type OutboundMessage,
   republish,
   withoutBrokerHeaders,
+  DEAD_LETTER_HEADERS,
 } from 'nestjs-reliable-messaging/operations';
 
 /** Dead-letter headers a replayed message keeps as its history; the rest describe the last failure only. */
