@@ -4,6 +4,39 @@ import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
 /**
+ * The packages' entry points (their package.json `exports`, and tsconfig.json's `paths`): anything else under a
+ * package's name is one of its internal files, which code outside the package must not import.
+ */
+const CORE_ENTRY_POINTS = [
+  'typeorm',
+  'testing',
+  'http',
+  'claim-check',
+  'microservices',
+  'operations',
+  'safe-json',
+  'health',
+];
+const ADMIN_ENTRY_POINTS = ['cli', 'typeorm'];
+
+/** Imports of a package's internal files by name, refused everywhere. */
+const INTERNAL_FILES_BY_NAME = [
+  {
+    regex: `^nestjs-reliable-messaging/(?!(${CORE_ENTRY_POINTS.join('|')})$)`,
+    message: `an internal file of nestjs-reliable-messaging: import its root or one of its entry points (/${CORE_ENTRY_POINTS.join(', /')})`,
+  },
+  {
+    regex: `^nestjs-reliable-messaging-admin/(?!(${ADMIN_ENTRY_POINTS.join('|')})$)`,
+    message: `an internal file of nestjs-reliable-messaging-admin: import its root or one of its entry points (/${ADMIN_ENTRY_POINTS.join(', /')})`,
+  },
+];
+
+/** `no-restricted-imports` with the internal files refused, plus `patterns` for one part of the repository. */
+function boundaries(...patterns) {
+  return { 'no-restricted-imports': ['error', { patterns: [...INTERNAL_FILES_BY_NAME, ...patterns] }] };
+}
+
+/**
  * Type-aware linting: every .ts file (libs, apps, test, bench) is linted with the types of tsconfig.json, which
  * includes them all, so rules see promises and `any`. The JavaScript files (the configs, scripts/, the Jest
  * reporter) belong to no tsconfig and get the syntax-only rules. Formatting belongs to Prettier; nothing here
@@ -34,6 +67,31 @@ export default defineConfig(
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_' },
       ],
     },
+  },
+  // Package boundaries: a package's files are reached only through its entry points, and the core knows nothing
+  // of the admin package, which builds on the core's public entry points (docs/architecture.md).
+  { files: ['**/*.ts'], rules: boundaries() },
+  {
+    files: ['apps/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
+    rules: boundaries({
+      regex: '^\\.{1,2}/(.*/)?libs/',
+      message: "a package's internal file: import the package by name (nestjs-reliable-messaging, …) instead",
+    }),
+  },
+  {
+    files: ['libs/reliable-messaging/src/**/*.ts'],
+    rules: boundaries({
+      regex: '(^nestjs-reliable-messaging-admin|reliable-messaging-admin/)',
+      message: 'the core knows nothing of the admin package: it depends on the core, never the other way',
+    }),
+  },
+  {
+    files: ['libs/reliable-messaging-admin/src/**/*.ts'],
+    rules: boundaries({
+      regex: '^\\.{1,2}/(.*/)?reliable-messaging/src(/|$)',
+      message:
+        "the core's internal file: import a core entry point (nestjs-reliable-messaging/operations, …) instead",
+    }),
   },
   {
     files: ['**/*.{js,mjs,cjs}'],

@@ -15,9 +15,13 @@ module.exports = {
   globalSetup: '<rootDir>/test/support/sweep-broker.mjs',
   globalTeardown: '<rootDir>/test/support/sweep-broker.mjs',
   reporters: ['default', '<rootDir>/test/support/closing-line.reporter.cjs'],
+  // Only the packages' entry points, as tsconfig.json's paths: an internal file is not importable from outside.
   moduleNameMapper: {
-    '^nestjs-reliable-messaging$': '<rootDir>/libs/reliable-messaging/src',
-    '^nestjs-reliable-messaging/(.*)$': '<rootDir>/libs/reliable-messaging/src/$1',
+    '^nestjs-reliable-messaging$': '<rootDir>/libs/reliable-messaging/src/index.ts',
+    '^nestjs-reliable-messaging/(typeorm|testing|http|claim-check|microservices|operations|safe-json)$':
+      '<rootDir>/libs/reliable-messaging/src/$1.ts',
+    '^nestjs-reliable-messaging-admin$': '<rootDir>/libs/reliable-messaging-admin/src/index.ts',
+    '^nestjs-reliable-messaging-admin/(cli|typeorm)$': '<rootDir>/libs/reliable-messaging-admin/src/$1.ts',
   },
   transform: {
     '^.+\\.ts$': [

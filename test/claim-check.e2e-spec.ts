@@ -9,12 +9,13 @@ import { Registry } from 'prom-client';
 import {
   Consume,
   HEADERS,
+  type MessageContext,
   MessageType,
   NonRetryableError,
   PayloadTooLargeError,
-  type MessageContext,
   type ReliableMessagingModuleOptions,
 } from 'nestjs-reliable-messaging';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import {
   ClaimCheckPruner,
   ClaimCheckStoreUnavailableError,
@@ -24,7 +25,7 @@ import {
   S3ClaimCheckStore,
   type ClaimCheckStore,
 } from 'nestjs-reliable-messaging/claim-check';
-import { DEAD_LETTER_HEADERS, DeadLetterOperations } from 'nestjs-reliable-messaging/dead-letters';
+import { DeadLetterOperations, ReliableMessagingAdminModule } from 'nestjs-reliable-messaging-admin';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { S3TestServer } from './support/s3-test-server';
@@ -188,7 +189,7 @@ const CASES: StoreCase[] = [
 
 beforeAll(async () => {
   broker = await TestBroker.connect();
-  db = await createMessagingDatabase();
+  db = await createMessagingDatabase([], { admin: true });
   s3 = await S3TestServer.start('rm-claim-check');
   directory = await mkdtemp(join(tmpdir(), 'rm-claim-check-'));
 });
@@ -216,6 +217,7 @@ describe.each(CASES)('the claim check on the $kind store', (storeCase) => {
     registry = new Registry();
     app = await MessagingTestApp.start(broker, {
       providers: [Handler],
+      imports: [ReliableMessagingAdminModule],
       options: {
         ...setUp.options,
         exchange: broker.name(`${storeCase.kind}.events`),

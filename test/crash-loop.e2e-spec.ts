@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { HEADERS } from 'nestjs-reliable-messaging';
-import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { ChildApp } from './support/child-app';
 import { TestBroker } from './support/test-broker';
 

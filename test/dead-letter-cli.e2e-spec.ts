@@ -6,7 +6,8 @@ import { PassThrough, Writable } from 'node:stream';
 import { Injectable } from '@nestjs/common';
 import { IsInt, IsString } from 'class-validator';
 import { Consume, MessageType, NonRetryableError, type MessageContext } from 'nestjs-reliable-messaging';
-import { runDeadLetterCli } from 'nestjs-reliable-messaging/dead-letters';
+import { ReliableMessagingAdminModule } from 'nestjs-reliable-messaging-admin';
+import { runDeadLetterCli } from 'nestjs-reliable-messaging-admin/cli';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';
@@ -74,6 +75,7 @@ describe('the dlq command line: list, show, replay, edit, purge with confirmatio
     broker = await TestBroker.connect();
     app = await MessagingTestApp.start(broker, {
       providers: [InvoiceHandler],
+      imports: [ReliableMessagingAdminModule],
       options: { deadLetterAuditFile: join(auditDir, 'audit.jsonl') },
     });
     handler = app.get(InvoiceHandler);

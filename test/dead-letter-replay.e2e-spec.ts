@@ -4,16 +4,16 @@ import { IsInt, IsString } from 'class-validator';
 import {
   Consume,
   HEADERS,
+  type MessageContext,
   MessageType,
   NonRetryableError,
-  type MessageContext,
 } from 'nestjs-reliable-messaging';
 import {
-  DEAD_LETTER_HEADERS,
   DeadLetterOperations,
   InvalidDeadLetterQueryError,
-} from 'nestjs-reliable-messaging/dead-letters';
-import { InboxStats } from 'nestjs-reliable-messaging/operations';
+  ReliableMessagingAdminModule,
+} from 'nestjs-reliable-messaging-admin';
+import { InboxStats, DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
@@ -67,12 +67,14 @@ describe('replaying dead letters: by filter, by time window, edited, and safely 
   let operations: DeadLetterOperations;
 
   beforeAll(async () => {
-    db = await createMessagingDatabase([
-      'CREATE TABLE shipments (order_id text NOT NULL, quantity int NOT NULL)',
-    ]);
+    db = await createMessagingDatabase(
+      ['CREATE TABLE shipments (order_id text NOT NULL, quantity int NOT NULL)'],
+      { admin: true },
+    );
     broker = await TestBroker.connect();
     app = await MessagingTestApp.start(broker, {
       providers: [ShippingHandler],
+      imports: [ReliableMessagingAdminModule],
       options: { dataSource: db.dataSource, outbox: { relay: false } },
     });
     handler = app.get(ShippingHandler);

@@ -8,7 +8,7 @@ import {
   MessageType,
   type MessageContext,
 } from 'nestjs-reliable-messaging';
-import { DeadLetterOperations } from 'nestjs-reliable-messaging/dead-letters';
+import { DeadLetterOperations, ReliableMessagingAdminModule } from 'nestjs-reliable-messaging-admin';
 import { InboxStats } from 'nestjs-reliable-messaging/operations';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
@@ -137,10 +137,11 @@ describe('lanes: one consumer, a queue per lane', () => {
   let publisher: MessagePublisher;
 
   beforeAll(async () => {
-    db = await createMessagingDatabase();
+    db = await createMessagingDatabase([], { admin: true });
     broker = await TestBroker.connect();
     app = await MessagingTestApp.start(broker, {
       providers: [ReceiptHandler, StepHandler, LedgerHandler],
+      imports: [ReliableMessagingAdminModule],
       options: { dataSource: db.dataSource, lanes: ['elsewhere'] },
     });
     handler = app.get(ReceiptHandler);

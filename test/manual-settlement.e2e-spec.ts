@@ -4,7 +4,7 @@ import type { Channel, Message } from 'amqplib';
 import { Ctx, Payload, type RmqContext } from '@nestjs/microservices';
 import { IsString } from 'class-validator';
 import { ConfigurationError, Consume, MessageType, type ConsumeOptions } from 'nestjs-reliable-messaging';
-import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

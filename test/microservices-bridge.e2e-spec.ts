@@ -11,10 +11,9 @@ import {
 import { NestFactory } from '@nestjs/core';
 import { ClientProxy, Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
-import { MessagePublisher, ReliableMessagingModule, type MessageContext } from 'nestjs-reliable-messaging';
-import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
+import { type MessageContext, MessagePublisher, ReliableMessagingModule } from 'nestjs-reliable-messaging';
 import { ReliableMessagingClient, ReliableMessagingTransport } from 'nestjs-reliable-messaging/microservices';
-import { ConsumerRegistry } from 'nestjs-reliable-messaging/operations';
+import { ConsumerRegistry, DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { CapturingLogger } from './support/messaging-app';
 import {
   createMessagingDatabase,

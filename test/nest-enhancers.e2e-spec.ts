@@ -17,8 +17,8 @@ import {
 import { Ctx, Payload } from '@nestjs/microservices';
 import { IsOptional, IsString } from 'class-validator';
 import { tap, throwError, type Observable } from 'rxjs';
-import { Consume, MessageType, type MessageContext } from 'nestjs-reliable-messaging';
-import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
+import { Consume, type MessageContext, MessageType } from 'nestjs-reliable-messaging';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

@@ -6,7 +6,8 @@ import { NestFactory } from '@nestjs/core';
 import { IsInt, IsString, Min } from 'class-validator';
 import type { Page } from 'playwright-core';
 import { Consume, MessagePublisher, MessageType, ReliableMessagingModule } from 'nestjs-reliable-messaging';
-import { DEAD_LETTER_HEADERS, DeadLetterAdminModule } from 'nestjs-reliable-messaging/dead-letters';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
+import { DeadLetterAdminModule } from 'nestjs-reliable-messaging-admin';
 import { launchChromium, type HeadlessChromium } from '../apps/order-service/src/demo/headless-chromium';
 import { createMessagingDatabase, outboxRows, type MessagingDatabase } from './support/messaging-database';
 import { uniqueQueue } from './support/messaging-app';
@@ -63,7 +64,7 @@ describe('the operator console in a browser: sign in, overview, filter, show, ed
   beforeAll(async () => {
     broker = await TestBroker.connect();
     broker.track(QUEUE, DLQ);
-    db = await createMessagingDatabase();
+    db = await createMessagingDatabase([], { admin: true });
 
     @Module({
       imports: [

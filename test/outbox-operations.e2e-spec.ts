@@ -5,7 +5,8 @@ import { Writable } from 'node:stream';
 import { Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { MessagePublisher, ReliableMessagingModule } from 'nestjs-reliable-messaging';
-import { DeadLetterAdminModule, runDeadLetterCli } from 'nestjs-reliable-messaging/dead-letters';
+import { DeadLetterAdminModule } from 'nestjs-reliable-messaging-admin';
+import { runDeadLetterCli } from 'nestjs-reliable-messaging-admin/cli';
 import { outboxRows, type MessagingDatabase, type OutboxRowView } from './support/messaging-database';
 import { outboxSetup, type OutboxSetup } from './support/outbox-setup';
 import type { TestBroker } from './support/test-broker';
@@ -41,7 +42,7 @@ describe('parked outbox rows: list, show, retry in key order, discard, from the 
   let base: string;
 
   beforeAll(async () => {
-    setup = await outboxSetup({ auditBinding: 'audited.#' });
+    setup = await outboxSetup({ auditBinding: 'audited.#', admin: true });
     ({ db, broker, exchange } = setup);
 
     @Module({

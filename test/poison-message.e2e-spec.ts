@@ -5,11 +5,11 @@ import { IsInt, IsString } from 'class-validator';
 import {
   Consume,
   HEADERS,
-  MessageType,
   type InvalidMessageReason,
   type MessageContext,
+  MessageType,
 } from 'nestjs-reliable-messaging';
-import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

@@ -4,12 +4,12 @@ import { IsInt, IsString } from 'class-validator';
 import {
   Consume,
   HEADERS,
+  type MessageContext,
   MessagePublisher,
   MessageType,
   NonRetryableError,
-  type MessageContext,
 } from 'nestjs-reliable-messaging';
-import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { MessagingTestApp, queueCounts, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

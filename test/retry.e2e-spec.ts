@@ -4,11 +4,11 @@ import { IsIn, IsString } from 'class-validator';
 import {
   Consume,
   HEADERS,
+  type MessageContext,
   MessageType,
   NonRetryableError,
-  type MessageContext,
 } from 'nestjs-reliable-messaging';
-import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';

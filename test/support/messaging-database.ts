@@ -3,6 +3,7 @@ import {
   RELIABLE_MESSAGING_ENTITIES,
   RELIABLE_MESSAGING_MIGRATIONS,
 } from 'nestjs-reliable-messaging/typeorm';
+import { ADMIN_ENTITIES, ADMIN_MIGRATIONS } from 'nestjs-reliable-messaging-admin/typeorm';
 import { createTestDatabase, type TestDatabase } from './test-database';
 import { waitFor } from './wait-for';
 
@@ -21,17 +22,21 @@ export interface MessagingDatabase {
 
 /**
  * Creates a fresh database, applies RELIABLE_MESSAGING_MIGRATIONS through TypeORM (`migrationsRun`, as an app
- * does), then runs `setupSql` (the spec's own tables).
+ * does), and with `admin` the admin package's ADMIN_MIGRATIONS (its audit table) too, then runs `setupSql` (the
+ * spec's own tables).
  */
-export async function createMessagingDatabase(setupSql: readonly string[] = []): Promise<MessagingDatabase> {
+export async function createMessagingDatabase(
+  setupSql: readonly string[] = [],
+  { admin = false }: { admin?: boolean } = {},
+): Promise<MessagingDatabase> {
   const database = await createTestDatabase();
   const opened: DataSource[] = [];
   const connect = async (poolSize = 10, route = (url: string) => url): Promise<DataSource> => {
     const dataSource = new DataSource({
       type: 'postgres',
       url: route(database.url),
-      entities: [...RELIABLE_MESSAGING_ENTITIES],
-      migrations: [...RELIABLE_MESSAGING_MIGRATIONS],
+      entities: [...RELIABLE_MESSAGING_ENTITIES, ...(admin ? ADMIN_ENTITIES : [])],
+      migrations: [...RELIABLE_MESSAGING_MIGRATIONS, ...(admin ? ADMIN_MIGRATIONS : [])],
       migrationsRun: true,
       poolSize,
       logging: false,

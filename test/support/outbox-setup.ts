@@ -16,9 +16,9 @@ export interface OutboxSetup {
 }
 
 export async function outboxSetup(
-  options: { tables?: readonly string[]; auditBinding?: string } = {},
+  options: { tables?: readonly string[]; auditBinding?: string; admin?: boolean } = {},
 ): Promise<OutboxSetup> {
-  const db = await createMessagingDatabase(options.tables);
+  const db = await createMessagingDatabase(options.tables, { admin: options.admin });
   const broker = await TestBroker.connect();
   const exchange = broker.name('events');
   const audit = broker.name('audit');

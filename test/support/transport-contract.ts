@@ -7,17 +7,17 @@ import { Registry } from 'prom-client';
 import {
   Consume,
   HEADERS,
+  type MessageContext,
   MessagePublisher,
   MessageType,
   NonRetryableError,
   ReliableMessagingModule,
-  type MessageContext,
 } from 'nestjs-reliable-messaging';
-import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
 import {
   DELAY_RESOLUTION_MS,
   deliverExchangeName,
   delayLevelNames,
+  DEAD_LETTER_HEADERS,
 } from 'nestjs-reliable-messaging/operations';
 import type { Transport } from './contract-transports';
 import { waitFor } from './wait-for';

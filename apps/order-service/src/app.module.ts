@@ -11,7 +11,7 @@ import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { ReliableMessagingModule } from 'nestjs-reliable-messaging';
 import { IdempotencyModule } from 'nestjs-reliable-messaging/http';
-import { DeadLetterAdminModule } from 'nestjs-reliable-messaging/dead-letters';
+import { DeadLetterAdminModule, ReliableMessagingAdminModule } from 'nestjs-reliable-messaging-admin';
 import { ClsModule } from 'nestjs-cls';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, readAdminToken, type AppConfig } from './config/app-config';
@@ -88,6 +88,8 @@ function adminApi(): DynamicModule[] {
     ReceiptModule,
     HealthModule,
     ObservabilityModule,
+    // The dead-letter and outbox operations the `dlq` command line runs on (and the admin API, when mounted).
+    ReliableMessagingAdminModule,
     ...adminApi(),
   ],
   providers: [

@@ -2,12 +2,14 @@
  * Reliable messaging over RabbitMQ for NestJS, imported as `nestjs-reliable-messaging`: what an application touches
  * to consume, publish and run. The rest has its own entry point:
  *
- * - `nestjs-reliable-messaging/typeorm`: the outbox, inbox and audit entities and their migrations;
- * - `nestjs-reliable-messaging/dead-letters`: the `dlq` command line, the HTTP admin module and their operations;
+ * - `nestjs-reliable-messaging/typeorm`: the outbox, inbox, idempotency-key and claim-check entities and their migrations;
  * - `nestjs-reliable-messaging/operations`: monitors, stats, connections and the names of the broker objects the
- *   module declares, for operators' scripts and harnesses;
+ *   module declares, for operators' scripts and harnesses, and what operator tooling builds on;
  * - `nestjs-reliable-messaging/testing`: fault points for tests that must stop the module at an exact moment;
  * - `nestjs-reliable-messaging/safe-json`: the decoder's strict UTF-8 and a JSON parser with limits, for HTTP bodies.
+ *
+ * The operator's tools (the `dlq` command line, the HTTP admin API and console, and the dead-letter and outbox
+ * operations) are a package of their own, `nestjs-reliable-messaging-admin`.
  */
 
 /** The module: `ReliableMessagingModule.forRoot(options)` or `forRootAsync(...)` in the app's root module. */

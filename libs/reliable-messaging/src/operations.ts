@@ -41,3 +41,47 @@ export { TopologyMismatchError } from './errors/topology-mismatch.error';
 export { ConsistentHashExchangeMissingError } from './errors/consistent-hash-exchange-missing.error';
 /** How long a graceful shutdown may take unless `shutdownTimeoutMs` says otherwise. */
 export { DEFAULT_SHUTDOWN_TIMEOUT_MS } from './options/reliable-messaging.options';
+
+/*
+ * What operator tooling built on the module needs beyond the above (nestjs-reliable-messaging-admin uses exactly
+ * these): the resolved options, the publisher and stores the module already runs, and the module's own reading
+ * of a dead letter. Each is the same instance or function the module itself uses, so a tool never re-implements
+ * how a dead letter is read, a message republished or a parked row moved.
+ */
+/** The injection token of the resolved options (every option with its default applied), and their type. */
+export { RESOLVED_MESSAGING_OPTIONS } from './reliable-messaging.constants';
+export type { ResolvedMessagingOptions } from './options/reliable-messaging.options';
+/** Publishes a ready message (exchange, routing key, body, properties) and resolves once the broker confirms it. */
+export { ConfirmPublisher } from './amqp/confirm-publisher';
+/** The message shape ConfirmPublisher takes, and its AMQP properties. */
+export type { OutboundMessage, OutboundProperties } from './envelope/envelope';
+/** The same message again with new headers (body and properties kept), as the module republishes retries and dead letters. */
+export { republish } from './envelope/republish';
+/** A copy of headers without the broker's x-death bookkeeping, which must never travel on a republished message. */
+export { withoutBrokerHeaders } from './envelope/broker-headers';
+/** A new time-ordered UUID (version 7), as the module gives message ids. */
+export { uuidv7 } from './envelope/uuid-v7';
+/** The outbox table's queries; `findParked`, `resumeParked` and `discardParked` act on the rows the relay parked. */
+export { OutboxStore, type MovedRow, type StoredParkedRow } from './outbox/outbox-store.service';
+/** Reads a claim-checked body back from its store, as consumers do. */
+export { ClaimCheckReader } from './claim-check/claim-check-reader.service';
+/** The dead letters' own copies of claim-checked bodies; `discardCopyOf` deletes a purged or replayed dead letter's copy. */
+export { DeadLetterClaimCheck } from './claim-check/dead-letter-claim-check.service';
+/** A dead letter as the module reads it (reason, origin, attempts, error, body), and its readers. */
+export { readDeadLetter, bodyText, headerDate, type DeadLetter } from './dead-letter/dead-letter-record';
+/** Dead-letter queue names (`<queue>.dlq`), and a broker error about one in words. */
+export {
+  DEAD_LETTER_QUEUE_SUFFIX,
+  consumerQueueOf,
+  describeQueueError,
+} from './dead-letter/dead-letter-queue';
+/** The headers a dead letter gains (reason, error, origin, attempts), beside its original headers and body. */
+export { DEAD_LETTER_HEADERS } from './reliable-messaging.constants';
+/** The content type of the module's JSON bodies. */
+export { JSON_CONTENT_TYPE } from './reliable-messaging.constants';
+/** The validation a consumer applies to a body of its message class (class-transformer, class-validator). */
+export { payloadValidator } from './pipeline/payload-validator';
+/** The depth of each queue the module consumes, and of its dead-letter queue, read from the broker. */
+export { QueueDepthMonitor, type QueueDepth } from './metrics/queue-depth.monitor';
+/** The message of anything thrown, for logs and reports. */
+export { errorMessage } from './util/error-text';

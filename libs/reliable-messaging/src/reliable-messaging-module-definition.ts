@@ -10,9 +10,3 @@ export const {
   .setClassMethodName('forRoot')
   .setExtras({ isGlobal: true }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
   .build();
-
-/**
- * The resolved options' token where dead-letter-admin/ and outbox-admin/ still import it; it lives in the
- * constants file. Remove this line once the admin code imports the core through its public entry points.
- */
-export { RESOLVED_MESSAGING_OPTIONS } from './reliable-messaging.constants';

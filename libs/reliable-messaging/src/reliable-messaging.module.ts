@@ -25,10 +25,7 @@ import { RetryScheduler } from './retry/retry-scheduler.service';
 import { ReplyPublisher } from './request-reply/reply-publisher.service';
 import { RequestChannel } from './request-reply/request-channel.service';
 import { DelayTopology } from './retry/delay-topology.service';
-import { DeadLetterAudit } from './dead-letter-admin/dead-letter-audit.service';
 import { DeadLetterMonitor } from './dead-letter/dead-letter-monitor.service';
-import { OutboxOperations } from './outbox-admin/outbox-operations.service';
-import { DeadLetterOperations } from './dead-letter-admin/dead-letter-operations.service';
 import { MessagingLifecycle } from './lifecycle/messaging-lifecycle';
 import { OverdueHandlers } from './flow-control/overdue-handlers.service';
 import { MessagingMetrics } from './metrics/messaging-metrics.service';
@@ -95,10 +92,7 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
     RequestChannel,
     ReplyPublisher,
     DelayTopology,
-    DeadLetterAudit,
     DeadLetterMonitor,
-    DeadLetterOperations,
-    OutboxOperations,
     ReliabilityPipeline,
     ConsumerRegistry,
     MessagePublisher,
@@ -156,15 +150,17 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
     InboxStats,
     VersionGuard,
     DeadLetterMonitor,
-    DeadLetterOperations,
-    OutboxOperations,
-    DeadLetterAudit,
     QueueDepthMonitor,
     ReliableMessagingTransport,
     ReliableMessagingClient,
     TransactionContext,
     ClaimCheckPruner,
     RESOLVED_MESSAGING_OPTIONS,
+    // What operator tooling builds on (see operations.ts): nestjs-reliable-messaging-admin injects these.
+    ConfirmPublisher,
+    OutboxStore,
+    ClaimCheckReader,
+    DeadLetterClaimCheck,
   ],
 })
 export class ReliableMessagingModule extends ReliableMessagingConfigurableModule {}

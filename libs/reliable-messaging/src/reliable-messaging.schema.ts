@@ -1,8 +1,5 @@
 import { ClaimCheckBodyEntity } from './claim-check/claim-check-body.entity';
 import { CreateClaimCheck1767225600005 } from './claim-check/create-claim-check.migration';
-import { AllowOutboxAuditActions1767225600006 } from './dead-letter-admin/allow-outbox-audit-actions.migration';
-import { CreateDeadLetterAudit1767225600003 } from './dead-letter-admin/create-dead-letter-audit.migration';
-import { DeadLetterAuditEntity } from './dead-letter-admin/dead-letter-audit.entity';
 import { CreateInbox1767225600001 } from './inbox/create-inbox.migration';
 import { InboxMessageEntity } from './inbox/inbox-message.entity';
 import { CreateIdempotencyKeys1767225600004 } from './idempotency/create-idempotency-keys.migration';
@@ -11,13 +8,12 @@ import { CreateOutbox1767225600000 } from './outbox/create-outbox.migration';
 import { OutboxMessageEntity } from './outbox/outbox-message.entity';
 
 /**
- * The module's TypeORM entities (outbox, inbox, dead-letter audit, HTTP idempotency keys, claim-check bodies): add them to the
+ * The module's TypeORM entities (outbox, inbox, HTTP idempotency keys, claim-check bodies): add them to the
  * DataSource's `entities`.
  */
 export const RELIABLE_MESSAGING_ENTITIES = [
   OutboxMessageEntity,
   InboxMessageEntity,
-  DeadLetterAuditEntity,
   IdempotencyKeyEntity,
   ClaimCheckBodyEntity,
 ];
@@ -29,8 +25,6 @@ export const RELIABLE_MESSAGING_ENTITIES = [
 export const RELIABLE_MESSAGING_MIGRATIONS = [
   CreateOutbox1767225600000,
   CreateInbox1767225600001,
-  CreateDeadLetterAudit1767225600003,
   CreateIdempotencyKeys1767225600004,
   CreateClaimCheck1767225600005,
-  AllowOutboxAuditActions1767225600006,
 ];

@@ -17,3 +17,5 @@ export { UntrustedJsonError, type UntrustedJsonReason } from './errors/untrusted
 export { decodeStrictUtf8, type StrictUtf8Result } from './envelope/strict-utf8';
 /** A string's length in code points, as PostgreSQL counts a `varchar(n)`. */
 export { countCodePoints } from './envelope/code-points';
+/** Decodes a message body as strict UTF-8 and parses it as JSON, as the consumers do; an InvalidMessageError says why not. */
+export { parseJsonBody } from './envelope/safe-json';

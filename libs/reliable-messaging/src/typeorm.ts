@@ -14,11 +14,6 @@ export { CreateOutbox1767225600000 } from './outbox/create-outbox.migration';
 export { InboxMessageEntity } from './inbox/inbox-message.entity';
 export { CreateInbox1767225600001 } from './inbox/create-inbox.migration';
 
-/** The audit trail of the operator's actions on dead letters and parked outbox rows, and its migrations. */
-export { DeadLetterAuditEntity } from './dead-letter-admin/dead-letter-audit.entity';
-export { CreateDeadLetterAudit1767225600003 } from './dead-letter-admin/create-dead-letter-audit.migration';
-export { AllowOutboxAuditActions1767225600006 } from './dead-letter-admin/allow-outbox-audit-actions.migration';
-
 /** The HTTP idempotency keys of `@Idempotent()` routes (`nestjs-reliable-messaging/http`), and their migration. */
 export { IdempotencyKeyEntity } from './idempotency/idempotency-key.entity';
 export { CreateIdempotencyKeys1767225600004 } from './idempotency/create-idempotency-keys.migration';

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
-import { runDeadLetterCli } from 'nestjs-reliable-messaging/dead-letters';
+import { runDeadLetterCli } from 'nestjs-reliable-messaging-admin/cli';
 import { enterToolMode } from './tool-mode';
 
 /**

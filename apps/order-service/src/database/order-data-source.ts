@@ -3,6 +3,7 @@ import {
   RELIABLE_MESSAGING_ENTITIES,
   RELIABLE_MESSAGING_MIGRATIONS,
 } from 'nestjs-reliable-messaging/typeorm';
+import { ADMIN_ENTITIES, ADMIN_MIGRATIONS } from 'nestjs-reliable-messaging-admin/typeorm';
 import { OrderItem } from '../orders/order-item.entity';
 import { Order } from '../orders/order.entity';
 import { Payment } from '../payment/payment.entity';
@@ -18,15 +19,15 @@ export const ORDER_MIGRATIONS = [CreateOrders1764403200000, CreatePayments176457
 
 /**
  * The app's PostgreSQL data source: migrations apply themselves at start, the schema is never synchronized.
- * The messaging module's outbox and inbox tables live in the same database, so that orders, their events and
+ * The messaging module's outbox and inbox tables (and the admin package's audit table) live in the same database, so that orders, their events and
  * the inbox rows commit in one transaction.
  */
 export function orderDataSourceOptions(databaseUrl: string): TypeOrmModuleOptions {
   return {
     type: 'postgres',
     url: databaseUrl,
-    entities: [...ORDER_ENTITIES, ...RELIABLE_MESSAGING_ENTITIES],
-    migrations: [...RELIABLE_MESSAGING_MIGRATIONS, ...ORDER_MIGRATIONS],
+    entities: [...ORDER_ENTITIES, ...RELIABLE_MESSAGING_ENTITIES, ...ADMIN_ENTITIES],
+    migrations: [...RELIABLE_MESSAGING_MIGRATIONS, ...ADMIN_MIGRATIONS, ...ORDER_MIGRATIONS],
     migrationsRun: true,
     synchronize: false,
     // Through the app's logger, and a failed query without its parameters, which hold customer data.

@@ -18,7 +18,7 @@ import amqp from 'amqplib';
 import { IsInt, IsString, Min } from 'class-validator';
 import { DataSource } from 'typeorm';
 import { Consume, MessagePublisher, MessageType, ReliableMessagingModule } from 'nestjs-reliable-messaging';
-import { DeadLetterAdminModule } from 'nestjs-reliable-messaging/dead-letters';
+import { DeadLetterAdminModule } from 'nestjs-reliable-messaging-admin';
 import {
   DeadLetterMonitor,
   delayLevelNames,
@@ -29,6 +29,7 @@ import {
   RELIABLE_MESSAGING_ENTITIES,
   RELIABLE_MESSAGING_MIGRATIONS,
 } from 'nestjs-reliable-messaging/typeorm';
+import { ADMIN_ENTITIES, ADMIN_MIGRATIONS } from 'nestjs-reliable-messaging-admin/typeorm';
 import { DEFAULT_DATABASE_URL } from '../config/app-config';
 import { DemoEnvironment } from './demo-environment';
 import { launchChromium } from './headless-chromium';
@@ -77,8 +78,8 @@ async function main(): Promise<void> {
   const dataSource = new DataSource({
     type: 'postgres',
     url: database.databaseUrl,
-    entities: [...RELIABLE_MESSAGING_ENTITIES],
-    migrations: [...RELIABLE_MESSAGING_MIGRATIONS],
+    entities: [...RELIABLE_MESSAGING_ENTITIES, ...ADMIN_ENTITIES],
+    migrations: [...RELIABLE_MESSAGING_MIGRATIONS, ...ADMIN_MIGRATIONS],
     migrationsRun: true,
     logging: false,
   });

@@ -1,5 +1,5 @@
 import type { ChannelModel } from 'amqplib';
-import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
+import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 
 /** A message found in a dead-letter queue, with the reason the module recorded. */
 export interface DeadLetterSeen {

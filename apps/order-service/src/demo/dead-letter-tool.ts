@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { DeadLetterOperations } from 'nestjs-reliable-messaging/dead-letters';
+import { DeadLetterOperations } from 'nestjs-reliable-messaging-admin';
 import { AppModule } from '../app.module';
 import { enterToolMode } from '../cli/tool-mode';
 

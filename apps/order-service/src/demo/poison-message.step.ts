@@ -1,4 +1,5 @@
-import type { DeadLetter, DeadLetterOperationResult } from 'nestjs-reliable-messaging/dead-letters';
+import type { DeadLetter } from 'nestjs-reliable-messaging/operations';
+import type { DeadLetterOperationResult } from 'nestjs-reliable-messaging-admin';
 import { openDeadLetterTool } from './dead-letter-tool';
 import type { DemoContext, DemoStep } from './demo-step';
 import { pollUntil } from './poll-until';

@@ -1,3 +1,7 @@
+// NOTE: the declaration of class-transformer's storage module is referenced by the file that needs it, so a build
+// that compiles this file from outside the package's own tsconfig (the admin package's) sees it too.
+// eslint-disable-next-line @typescript-eslint/triple-slash-reference
+/// <reference path="../types/class-transformer-storage.d.ts" />
 import { plainToInstance } from 'class-transformer';
 import { defaultMetadataStorage } from 'class-transformer/cjs/storage.js';
 import { validate, type ValidationError, type ValidatorOptions } from 'class-validator';

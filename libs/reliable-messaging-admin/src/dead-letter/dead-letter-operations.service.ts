@@ -1,0 +1,358 @@
+import { createHash } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import type { ChannelModel, ConsumeMessage, GetMessage } from 'amqplib';
+import { HEADERS, UnroutableMessageError } from 'nestjs-reliable-messaging';
+import {
+  ClaimCheckReader,
+  ConfirmPublisher,
+  ConsumerConnection,
+  consumerQueueOf,
+  ConsumerRegistry,
+  DEAD_LETTER_QUEUE_SUFFIX,
+  type DeadLetter,
+  DeadLetterClaimCheck,
+  errorMessage,
+  payloadValidator,
+  RESOLVED_MESSAGING_OPTIONS,
+  type ResolvedMessagingOptions,
+} from 'nestjs-reliable-messaging/operations';
+import { parseJsonBody } from 'nestjs-reliable-messaging/safe-json';
+import { DeadLetterNotFoundError } from '../errors/dead-letter-not-found.error';
+import { EmptySelectionError } from '../errors/empty-selection.error';
+import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
+import { DeadLetterAudit } from '../audit/dead-letter-audit.service';
+import type { DeadLetterFilter } from './dead-letter-filter';
+import {
+  NO_MESSAGE_ID,
+  type DeadLetterListResult,
+  type DeadLetterOperationOptions,
+  type DeadLetterOperationResult,
+} from './dead-letter-operation';
+import type { DeadLetterReader } from './dead-letter-reader';
+import { scanDeadLetters, type DeadLetterScanResult, type DeadLetterVisit } from './dead-letter-scan';
+import {
+  checkLimit,
+  describeSelection,
+  requireSelection,
+  type DeadLetterSelection,
+} from './dead-letter-selection';
+import { checkEditedBody } from './edited-body';
+import { replayMessage } from './replay-message';
+
+/**
+ * The operations on dead letters that the command line and the admin API share: list with filters, show one,
+ * replay (one, a filtered set, a time window), edit a body and replay it, purge. Each reads the dead-letter
+ * queues with a DeadLetterReader (nothing is lost or reordered: only what is replayed or purged is removed);
+ * each can be a dry run; each replay, edit and purge is audited. Replays are confirmed by the broker before
+ * their dead letter is removed. A claim-checked dead letter's own copy of its body (DeadLetterClaimCheck) is
+ * deleted when the dead letter is purged or replaced by an edit; a plain replay keeps referring to it, and the
+ * pruner deletes it when it expires (`claimCheck.deadLetterTimeToLiveMs`). A replay or purge that matches nothing
+ * throws EmptySelectionError (audited as failed) unless `allowEmpty` is set.
+ */
+@Injectable()
+export class DeadLetterOperations {
+  constructor(
+    private readonly connection: ConsumerConnection,
+    private readonly registry: ConsumerRegistry,
+    private readonly publisher: ConfirmPublisher,
+    private readonly audit: DeadLetterAudit,
+    private readonly claimCheckReader: ClaimCheckReader,
+    private readonly claimCheckCopies: DeadLetterClaimCheck,
+    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+  ) {}
+
+  /** The consumer queues of this app (each lane's queue for a consumer with lanes), each with a dead-letter queue `<queue>.dlq`. */
+  knownQueues(): string[] {
+    return this.registry.discoveredConsumers.map((consumer) => consumer.queue);
+  }
+
+  /** Dead letters matching the filter, oldest first, up to `limit` (default 1000). */
+  async list(
+    filter: DeadLetterFilter,
+    options: Pick<DeadLetterOperationOptions, 'limit' | 'onProgress'> = {},
+  ): Promise<DeadLetterListResult> {
+    const limit = checkLimit(options.limit);
+    const deadLetters: DeadLetter[] = [];
+    const { scanned, more } = await this.scan(
+      filter,
+      limit,
+      options.onProgress,
+      async (_reader, _message, deadLetter) => {
+        deadLetters.push(deadLetter);
+        return true;
+      },
+    );
+    return { deadLetters, scanned, more };
+  }
+
+  /**
+   * One dead letter by message id, searched in `queue`'s dead-letter queue or in all of them; a claim-checked
+   * one with its whole message in `fullBody` when the store has it (a store that cannot be reached, or a body
+   * that is gone, leaves it out rather than fail the read).
+   */
+  async show(messageId: string, queue?: string): Promise<DeadLetter> {
+    const found = await this.list({ queue, messageIds: [messageId] }, { limit: 1 });
+    if (found.deadLetters.length === 0)
+      throw new DeadLetterNotFoundError(messageId, this.deadLetterQueues(queue));
+    const deadLetter = found.deadLetters[0];
+    if (deadLetter.headers[HEADERS.claimCheck] !== undefined) {
+      deadLetter.fullBody = await this.claimCheckReader
+        .resolve({
+          content: deadLetter.body,
+          properties: deadLetter.properties,
+          fields: {},
+        } as ConsumeMessage)
+        .catch(() => undefined);
+    }
+    return deadLetter;
+  }
+
+  /**
+   * Sends the selected dead letters back to the queue they failed in (see replayMessage) and removes each once
+   * the broker confirmed its replay. A message whose queue no longer exists stays, reported as a failure.
+   */
+  async replay(
+    selection: DeadLetterSelection,
+    options: DeadLetterOperationOptions,
+  ): Promise<DeadLetterOperationResult> {
+    requireSelection('replay', selection);
+    const replayedAt = new Date();
+    return this.operate('replay', selection, options, async (reader, message, deadLetter, result) => {
+      const published = await this.publishReplay(deadLetter, replayedAt, result);
+      return published === 'published'
+        ? this.remove(reader, message, deadLetter, result, 'replayed')
+        : published;
+    });
+  }
+
+  /**
+   * Replaces the body of one dead letter and replays it. A JSON message's new body must be valid JSON and valid
+   * for the message class of the queue's consumer (checked as consumers check it), and within the payload limit.
+   */
+  async editAndReplay(
+    queue: string,
+    messageId: string,
+    body: Buffer,
+    options: Omit<DeadLetterOperationOptions, 'limit'>,
+  ): Promise<DeadLetterOperationResult & { before: DeadLetter }> {
+    if (!queue) throw new InvalidDeadLetterQueryError("an edit needs the message's 'queue'");
+    const before = await this.show(messageId, queue);
+    checkEditedBody(before, body, this.options.maxPayloadBytes);
+    await this.checkAgainstMessageClass(before, body);
+    const digest = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+    const details = {
+      bodySha256Before: digest(before.fullBody ?? before.body),
+      bodySha256After: digest(body),
+    };
+    const replayedAt = new Date();
+    const result = await this.operate(
+      'edit-replay',
+      { queue, messageIds: [messageId] },
+      { ...options, limit: 1 },
+      async (reader, message, deadLetter, outcome) => {
+        const published = await this.publishReplay(deadLetter, replayedAt, outcome, body);
+        if (published !== 'published') return published;
+        const removed = this.remove(reader, message, deadLetter, outcome, 'replayed');
+        // The edited message carries its whole body: nothing refers to the dead letter's copy any more.
+        if (removed === 'next')
+          await this.claimCheckCopies.discardCopyOf(deadLetter.headers, deadLetter.messageId);
+        return removed;
+      },
+      details,
+    ).catch((error: unknown) => {
+      // Gone between the show and the edit (replayed or purged meanwhile).
+      if (error instanceof EmptySelectionError)
+        throw new DeadLetterNotFoundError(messageId, this.deadLetterQueues(queue));
+      throw error;
+    });
+    return { ...result, before };
+  }
+
+  /** Removes the selected dead letters for good, with their own copies of claim-checked bodies. */
+  async purge(
+    selection: DeadLetterSelection,
+    options: DeadLetterOperationOptions,
+  ): Promise<DeadLetterOperationResult> {
+    requireSelection('purge', selection);
+    return this.operate('purge', selection, options, async (reader, message, deadLetter, result) => {
+      const removed = this.remove(reader, message, deadLetter, result, 'purged');
+      // Deleted only once the dead letter is gone: a dead letter left behind must still find its body.
+      if (removed === 'next')
+        await this.claimCheckCopies.discardCopyOf(deadLetter.headers, deadLetter.messageId);
+      return removed;
+    });
+  }
+
+  private async operate(
+    action: DeadLetterOperationResult['action'],
+    selection: DeadLetterSelection,
+    options: DeadLetterOperationOptions,
+    act: (
+      reader: DeadLetterReader,
+      message: GetMessage,
+      deadLetter: DeadLetter,
+      result: DeadLetterOperationResult,
+    ) => Promise<'next' | 'stop'>,
+    details: Record<string, unknown> = {},
+  ): Promise<DeadLetterOperationResult> {
+    const limit = checkLimit(options.limit);
+    if (typeof options.actor !== 'string' || options.actor.trim() === '') {
+      throw new InvalidDeadLetterQueryError(`a ${action} needs an actor for its audit record`);
+    }
+    const { all: _all, ...filter } = selection;
+    const result: DeadLetterOperationResult = {
+      action,
+      dryRun: options.dryRun === true,
+      messageIds: [],
+      failures: [],
+      scanned: 0,
+      more: false,
+    };
+    const record = result.dryRun
+      ? undefined
+      : await this.audit.begin({
+          action,
+          actor: options.actor,
+          queue: filter.queue === undefined ? undefined : consumerQueueOf(filter.queue),
+          selection: describeSelection(selection, limit),
+          details: { ...details, ...(options.note ? { note: options.note } : {}) },
+        });
+    result.auditId = record?.id;
+    try {
+      const { scanned, more } = await this.scan(
+        filter,
+        limit,
+        options.onProgress,
+        async (reader, message, deadLetter) => {
+          if (result.dryRun) {
+            result.messageIds.push(deadLetter.messageId ?? NO_MESSAGE_ID);
+            return true;
+          }
+          return (await act(reader, message, deadLetter, result)) === 'next';
+        },
+      );
+      result.scanned = scanned;
+      result.more = more;
+    } catch (error) {
+      if (record) {
+        await this.audit
+          .finish(record, {
+            messageIds: result.messageIds,
+            outcome: 'failed',
+            details: { error: errorMessage(error), failures: result.failures },
+          })
+          .catch(() => undefined);
+      }
+      throw error;
+    }
+    const empty = result.messageIds.length + result.failures.length === 0 && options.allowEmpty !== true;
+    if (record) {
+      await this.audit.finish(record, {
+        messageIds: result.messageIds,
+        outcome: empty ? 'failed' : 'completed',
+        details: empty
+          ? { error: 'the selection matched no dead letter' }
+          : result.failures.length > 0
+            ? { failures: result.failures }
+            : {},
+      });
+    }
+    if (empty) throw new EmptySelectionError(action, record?.id);
+    return result;
+  }
+
+  /**
+   * Publishes a replay with a confirm. A message whose queue is gone is skipped (it stays, reported); any
+   * other failure stops the operation, since the broker path itself is broken.
+   */
+  private async publishReplay(
+    deadLetter: DeadLetter,
+    replayedAt: Date,
+    result: DeadLetterOperationResult,
+    body?: Buffer,
+  ): Promise<'published' | 'next' | 'stop'> {
+    try {
+      await this.publisher.publish(replayMessage(deadLetter, replayedAt, body));
+      return 'published';
+    } catch (error) {
+      const unroutable = error instanceof UnroutableMessageError;
+      result.failures.push({
+        messageId: deadLetter.messageId,
+        error: unroutable
+          ? `queue '${deadLetter.queue}' does not exist; the dead letter stays`
+          : errorMessage(error),
+      });
+      return unroutable ? 'next' : 'stop';
+    }
+  }
+
+  private remove(
+    reader: DeadLetterReader,
+    message: GetMessage,
+    deadLetter: DeadLetter,
+    result: DeadLetterOperationResult,
+    done: 'replayed' | 'purged',
+  ): 'next' | 'stop' {
+    if (reader.remove(message)) {
+      result.messageIds.push(deadLetter.messageId ?? NO_MESSAGE_ID);
+      return 'next';
+    }
+    result.failures.push({
+      messageId: deadLetter.messageId,
+      error:
+        done === 'replayed'
+          ? 'replayed, but the connection closed before its dead letter was removed: it stays, and replaying it again is deduplicated'
+          : 'the connection closed before it was removed; it stays',
+    });
+    return 'stop';
+  }
+
+  /**
+   * Refuses an edited body that the consumer of the dead letter's queue would refuse by its message class
+   * (class-validator, as the decode stage runs it), with the class's own validation message.
+   */
+  private async checkAgainstMessageClass(deadLetter: DeadLetter, body: Buffer): Promise<void> {
+    const consumer = this.registry.discoveredConsumers.find((plan) => plan.queue === deadLetter.queue);
+    if (!consumer?.messageClass) return;
+    try {
+      await payloadValidator(consumer.messageClass)(parseJsonBody(body));
+    } catch (error) {
+      throw new InvalidDeadLetterQueryError(
+        `the new body is not accepted by ${consumer.name} (${consumer.messageClass.name}): ${errorMessage(error)}`,
+      );
+    }
+  }
+
+  /** Scans the filter's dead-letter queues (see scanDeadLetters). */
+  private async scan(
+    filter: DeadLetterFilter,
+    limit: number,
+    onProgress: DeadLetterOperationOptions['onProgress'],
+    visit: DeadLetterVisit,
+  ): Promise<DeadLetterScanResult> {
+    const model = this.model();
+    return scanDeadLetters(model, this.deadLetterQueues(filter.queue), filter, limit, onProgress, visit);
+  }
+
+  /** The dead-letter queues to read: the named one, every lane's when it names a consumer with lanes, else all. */
+  private deadLetterQueues(queue?: string): string[] {
+    if (queue !== undefined) {
+      const lanes = this.registry.discoveredConsumers.filter(
+        (consumer) => consumer.lane?.baseQueue === queue,
+      );
+      if (lanes.length > 0) return lanes.map((lane) => lane.deadLetterQueue);
+      return [queue.endsWith(DEAD_LETTER_QUEUE_SUFFIX) ? queue : `${queue}${DEAD_LETTER_QUEUE_SUFFIX}`];
+    }
+    const queues = this.knownQueues();
+    if (queues.length === 0) {
+      throw new InvalidDeadLetterQueryError('this app has no @Consume() handlers; name the queue to read');
+    }
+    return queues.map((name) => `${name}${DEAD_LETTER_QUEUE_SUFFIX}`);
+  }
+
+  private model(): ChannelModel {
+    const model = this.connection.model;
+    if (!model) throw new Error('not connected to the broker; reconnecting');
+    return model;
+  }
+}

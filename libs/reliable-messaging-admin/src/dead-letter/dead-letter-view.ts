@@ -1,0 +1,63 @@
+import { bodyText, type DeadLetter, headerDate } from 'nestjs-reliable-messaging/operations';
+
+/**
+ * A JSON-friendly view for the CLI and the admin API: dates as ISO strings, the body parsed when it is JSON,
+ * as text when it is UTF-8, else base64 (a claim-checked one's whole message when `show()` read it, with
+ * `bodyFromClaimCheck`); header values made printable.
+ */
+export function describeDeadLetter(deadLetter: DeadLetter, full = false): Record<string, unknown> {
+  const summary: Record<string, unknown> = {
+    messageId: deadLetter.messageId,
+    queue: deadLetter.queue,
+    deadLetterQueue: deadLetter.deadLetterQueue,
+    type: deadLetter.type,
+    reason: deadLetter.reason,
+    errorClass: deadLetter.errorClass,
+    errorMessage: deadLetter.errorMessage,
+    attempts: deadLetter.attempts,
+    deadLetterCount: deadLetter.deadLetterCount,
+    firstFailureAt: deadLetter.firstFailureAt?.toISOString(),
+    deadLetteredAt: deadLetter.deadLetteredAt?.toISOString(),
+    replayedAt: deadLetter.replayedAt?.toISOString(),
+  };
+  if (!full) return summary;
+  const textBody = bodyText(deadLetter);
+  let body: unknown = textBody;
+  let bodyEncoding: 'json' | 'utf-8' | 'base64' = 'utf-8';
+  if (textBody === undefined) {
+    body = (deadLetter.fullBody ?? deadLetter.body).toString('base64');
+    bodyEncoding = 'base64';
+  } else {
+    try {
+      body = JSON.parse(textBody);
+      bodyEncoding = 'json';
+    } catch {
+      // NOTE: a UTF-8 body that is not JSON is shown as text.
+    }
+  }
+  return {
+    ...summary,
+    idempotencyKey: deadLetter.idempotencyKey,
+    correlationId: deadLetter.correlationId,
+    handler: deadLetter.handler,
+    host: deadLetter.host,
+    exchange: deadLetter.exchange,
+    routingKey: deadLetter.routingKey,
+    errorStack: deadLetter.errorStack,
+    contentType: deadLetter.contentType,
+    headers: printable(deadLetter.headers),
+    bodyEncoding,
+    ...(deadLetter.fullBody ? { bodyFromClaimCheck: true } : {}),
+    body,
+  };
+}
+
+function printable(value: unknown): unknown {
+  if (Buffer.isBuffer(value)) return value.toString('utf8');
+  if (Array.isArray(value)) return value.map(printable);
+  if (typeof value === 'object' && value !== null) {
+    if ((value as { '!'?: unknown })['!'] === 'timestamp') return headerDate(value)?.toISOString();
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, printable(inner)]));
+  }
+  return value;
+}

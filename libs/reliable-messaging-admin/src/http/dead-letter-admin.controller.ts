@@ -1,0 +1,161 @@
+import { Body, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
+import { DeadLetterMonitor } from 'nestjs-reliable-messaging/operations';
+import { DeadLetterOperations } from '../dead-letter/dead-letter-operations.service';
+import type { DeadLetterSelection } from '../dead-letter/dead-letter-selection';
+import { DeadLetterAudit } from '../audit/dead-letter-audit.service';
+import { parseDeadLetterFilter, type DeadLetterFilterInput } from '../dead-letter/dead-letter-filter';
+import { describeDeadLetter } from '../dead-letter/dead-letter-view';
+import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
+import { adminActor } from './admin-actor';
+import { answer, flagOf, limitOf, noteOf, type AdminInput } from './admin-request';
+import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from './dead-letter-admin.options';
+
+type Input = AdminInput;
+
+/**
+ * The dead-letter admin API: the same operations as the command line, over HTTP. Mounted by
+ * `DeadLetterAdminModule.register()` under its `path`, behind its token check or guard. Every request is
+ * bounded by `maxBatchSize`; a replay or purge that hits it answers `more: true`, and the caller repeats.
+ *
+ * - `GET    queues`                                    depth and oldest age of each dead-letter queue
+ * - `GET    messages?queue&type&errorClass&reason&since&until&text&messageIds&limit`
+ * - `GET    messages/:queue/:messageId`                one dead letter in full
+ * - `POST   replay   { ...filter, all?, limit?, dryRun?, allowEmpty?, note? }`
+ * - `POST   messages/:queue/:messageId/edit   { body, dryRun?, note? }`  edit the body, then replay
+ * - `POST   purge    { ...filter, all?, limit?, dryRun?, allowEmpty?, confirm: true, note? }`
+ * - `GET    audit?limit`                               the latest audit records
+ *
+ * A replay or purge that matches nothing answers 404 (and is audited as failed) unless `allowEmpty: true`.
+ * The parked outbox rows are served beside it, under `outbox/` (OutboxAdminController).
+ */
+export class DeadLetterAdminController {
+  constructor(
+    private readonly operations: DeadLetterOperations,
+    private readonly monitor: DeadLetterMonitor,
+    private readonly audit: DeadLetterAudit,
+    @Inject(DEAD_LETTER_ADMIN_OPTIONS) private readonly options: ResolvedDeadLetterAdminOptions,
+  ) {}
+
+  @Get('queues')
+  async queues(): Promise<unknown> {
+    return { queues: await this.monitor.read(this.operations.knownQueues()) };
+  }
+
+  @Get('messages')
+  async list(@Query() query: Input): Promise<unknown> {
+    return this.run(async () => {
+      const filter = parseDeadLetterFilter(this.filterInput(query));
+      const { deadLetters, scanned, more } = await this.operations.list(filter, {
+        limit: this.limit(query.limit),
+      });
+      return { deadLetters: deadLetters.map((deadLetter) => describeDeadLetter(deadLetter)), scanned, more };
+    });
+  }
+
+  @Get('messages/:queue/:messageId')
+  async show(@Param('queue') queue: string, @Param('messageId') messageId: string): Promise<unknown> {
+    return this.run(async () => describeDeadLetter(await this.operations.show(messageId, queue), true));
+  }
+
+  @Post('replay')
+  @HttpCode(200)
+  async replay(@Body() body: Input, @Req() request: object): Promise<unknown> {
+    return this.run(() =>
+      this.operations.replay(this.selection(body), {
+        actor: this.actor(request),
+        dryRun: this.flag(body, 'dryRun'),
+        limit: this.limit(body.limit),
+        note: this.note(body),
+        allowEmpty: this.flag(body, 'allowEmpty'),
+      }),
+    );
+  }
+
+  @Post('messages/:queue/:messageId/edit')
+  @HttpCode(200)
+  async edit(
+    @Param('queue') queue: string,
+    @Param('messageId') messageId: string,
+    @Body() body: Input,
+    @Req() request: object,
+  ): Promise<unknown> {
+    return this.run(async () => {
+      if (body?.body === undefined)
+        throw new InvalidDeadLetterQueryError("give the new message body as 'body' (JSON)");
+      const newBody = Buffer.from(
+        typeof body.body === 'string' ? body.body : JSON.stringify(body.body),
+        'utf8',
+      );
+      const { before, ...result } = await this.operations.editAndReplay(queue, messageId, newBody, {
+        actor: this.actor(request),
+        dryRun: this.flag(body, 'dryRun'),
+        note: this.note(body),
+      });
+      return { ...result, before: describeDeadLetter(before, true) };
+    });
+  }
+
+  @Post('purge')
+  @HttpCode(200)
+  async purge(@Body() body: Input, @Req() request: object): Promise<unknown> {
+    return this.run(() => {
+      const dryRun = this.flag(body, 'dryRun');
+      if (!dryRun && body?.confirm !== true) {
+        throw new InvalidDeadLetterQueryError(
+          "a purge deletes dead letters for good: send 'confirm: true' (or 'dryRun: true' first)",
+        );
+      }
+      return this.operations.purge(this.selection(body), {
+        actor: this.actor(request),
+        dryRun,
+        limit: this.limit(body.limit),
+        note: this.note(body),
+        allowEmpty: this.flag(body, 'allowEmpty'),
+      });
+    });
+  }
+
+  @Get('audit')
+  async recentAudit(@Query('limit') limit?: string): Promise<unknown> {
+    return this.run(async () => ({ records: await this.audit.recent(this.limit(limit)) }));
+  }
+
+  private selection(body: Input | undefined): DeadLetterSelection {
+    const input = body ?? {};
+    return { ...parseDeadLetterFilter(this.filterInput(input)), all: this.flag(input, 'all') };
+  }
+
+  private filterInput(input: Input): DeadLetterFilterInput {
+    const ids = input.messageIds ?? input.messageId;
+    return {
+      queue: input.queue,
+      messageIds: typeof ids === 'string' ? ids.split(',') : ids,
+      errorClass: input.errorClass,
+      type: input.type,
+      reason: input.reason,
+      since: input.since,
+      until: input.until,
+      text: input.text,
+    };
+  }
+
+  private limit(value: unknown): number {
+    return limitOf(value, this.options);
+  }
+
+  private flag(input: Input | undefined, name: string): boolean {
+    return flagOf(input, name);
+  }
+
+  private note(input: Input | undefined): string | undefined {
+    return noteOf(input);
+  }
+
+  private actor(request: object): string {
+    return adminActor(request, this.options);
+  }
+
+  private async run<T>(work: () => Promise<T> | T): Promise<T> {
+    return answer(work);
+  }
+}

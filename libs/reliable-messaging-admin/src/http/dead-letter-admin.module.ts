@@ -1,0 +1,99 @@
+import {
+  Controller,
+  Module,
+  UseFilters,
+  UseGuards,
+  type CanActivate,
+  type DynamicModule,
+  type Type,
+} from '@nestjs/common';
+import { ReliableMessagingAdminModule } from '../reliable-messaging-admin.module';
+import { AdminAuthGuard } from './admin-auth.guard';
+import { ConsoleAuditController } from './console/console-audit.controller';
+import { ConsoleContext } from './console/console-context';
+import { ConsoleExceptionFilter } from './console/console-exception.filter';
+import { ConsoleFigures } from './console/console-figures';
+import { ConsoleMessagesController } from './console/console-messages.controller';
+import { ConsoleOperationsController } from './console/console-operations.controller';
+import { ConsoleOutboxController } from './console/console-outbox.controller';
+import { ConsoleOverviewController } from './console/console-overview.controller';
+import { ConsoleSessionController } from './console/console-session.controller';
+import { ConsoleGuard } from './console/console.guard';
+import { DeadLetterAdminController } from './dead-letter-admin.controller';
+import { OutboxAdminController } from './outbox-admin.controller';
+import {
+  DEAD_LETTER_ADMIN_OPTIONS,
+  resolveAdminOptions,
+  type DeadLetterAdminOptions,
+} from './dead-letter-admin.options';
+
+/** The console's pages, one controller per area, mounted under `<path>/console` when `console` is on. */
+const CONSOLE_CONTROLLERS: Array<Type<object>> = [
+  ConsoleSessionController,
+  ConsoleOverviewController,
+  ConsoleMessagesController,
+  ConsoleOperationsController,
+  ConsoleOutboxController,
+  ConsoleAuditController,
+];
+
+/**
+ * The opt-in HTTP admin API for dead letters and parked outbox rows (see DeadLetterAdminController, and
+ * OutboxAdminController under `<path>/outbox`, for their routes), and, with `console: true`, the operator
+ * console, its web pages (see docs/operations.md). Off unless an HTTP app imports it, and never open: it needs
+ * bearer tokens, a guard of your own, or both. Requires
+ * `ReliableMessagingModule` (global) in the same app.
+ *
+ * @example
+ * DeadLetterAdminModule.register({ tokens: { ops: process.env.DLQ_ADMIN_TOKEN }, console: true })
+ */
+@Module({})
+export class DeadLetterAdminModule {
+  static register(options: DeadLetterAdminOptions): DynamicModule {
+    const resolved = resolveAdminOptions(options);
+    const ownGuards: Array<Type<CanActivate>> = resolved.guard ? [resolved.guard] : [];
+    const apiGuards = [AdminAuthGuard, ...ownGuards];
+    const controllers = [
+      mount(DeadLetterAdminController, resolved.path, apiGuards),
+      mount(OutboxAdminController, `${resolved.path}/outbox`, apiGuards),
+    ];
+    if (resolved.console) {
+      for (const controller of CONSOLE_CONTROLLERS) {
+        controllers.push(
+          mount(controller, `${resolved.path}/console`, [ConsoleGuard, ...ownGuards], ConsoleExceptionFilter),
+        );
+      }
+    }
+    return {
+      module: DeadLetterAdminModule,
+      imports: [ReliableMessagingAdminModule],
+      controllers,
+      providers: [
+        { provide: DEAD_LETTER_ADMIN_OPTIONS, useValue: resolved },
+        AdminAuthGuard,
+        ...ownGuards,
+        ...(resolved.console ? [ConsoleContext, ConsoleGuard, ConsoleFigures, ConsoleExceptionFilter] : []),
+      ],
+    };
+  }
+}
+
+/**
+ * A controller class mounted under `path`, behind `guards`.
+ *
+ * NOTE: the path is an option, and Nest reads a controller's path from its class decorator, so each
+ * registration mounts a subclass decorated with its own path.
+ */
+function mount(
+  base: Type<object>,
+  path: string,
+  guards: Array<Type<CanActivate>>,
+  filter?: Type<object>,
+): Type<object> {
+  @Controller(path)
+  @UseGuards(...guards)
+  @UseFilters(...(filter ? [filter] : []))
+  class Mounted extends base {}
+  Object.defineProperty(Mounted, 'name', { value: `Mounted${base.name}` });
+  return Mounted;
+}
