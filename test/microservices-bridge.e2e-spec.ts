@@ -13,7 +13,11 @@ import { ClientProxy, Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
 import { MessagePublisher, ReliableMessagingModule, type MessageContext } from 'nestjs-reliable-messaging';
 import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
-import { ReliableMessagingClient, ReliableMessagingTransport } from 'nestjs-reliable-messaging/microservices';
+import {
+  ReliableMessagingClient,
+  ReliableMessagingMicroservicesModule,
+  ReliableMessagingTransport,
+} from 'nestjs-reliable-messaging/microservices';
 import { ConsumerRegistry } from 'nestjs-reliable-messaging/operations';
 import { CapturingLogger } from './support/messaging-app';
 import {
@@ -99,6 +103,7 @@ describe('@nestjs/microservices bridge: @EventPattern handlers and ClientProxy.e
           outbox: { pollIntervalMs: 200 },
           retry: { initialDelayMs: 100 },
         }),
+        ReliableMessagingMicroservicesModule,
       ],
       controllers: [ShippingController],
       providers: [{ provide: SHIPPING, useExisting: ReliableMessagingClient }],

@@ -1,7 +1,13 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import { Module, type INestApplicationContext, type LoggerService, type Provider } from '@nestjs/common';
+import {
+  Module,
+  type INestApplicationContext,
+  type LoggerService,
+  type ModuleMetadata,
+  type Provider,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import {
   MessagePublisher,
@@ -67,6 +73,8 @@ export class CapturingLogger implements LoggerService {
 export interface MessagingAppSetup {
   /** Providers with `@Consume()` / `@Publish()` methods, and whatever they inject. */
   providers?: Provider[];
+  /** Modules the spec needs beside the messaging module, such as `ReliableMessagingHealthModule`. */
+  imports?: ModuleMetadata['imports'];
   /** Module options; `urls`, `exchange` and `connectionName` default to the broker's URL and unique names. */
   options?: Partial<ReliableMessagingModuleOptions>;
 }
@@ -126,7 +134,10 @@ export class MessagingTestApp {
       deliverExchangeName(exchange),
     );
 
-    @Module({ imports: [ReliableMessagingModule.forRoot(options)], providers: setup.providers ?? [] })
+    @Module({
+      imports: [ReliableMessagingModule.forRoot(options), ...(setup.imports ?? [])],
+      providers: setup.providers ?? [],
+    })
     class SpecAppModule {}
 
     const app = await NestFactory.createApplicationContext(SpecAppModule, { logger, abortOnError: false });

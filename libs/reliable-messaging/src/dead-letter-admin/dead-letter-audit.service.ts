@@ -5,11 +5,8 @@ import { uuidv7 } from '../envelope/uuid-v7';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging-module-definition';
 import type { ResolvedMessagingOptions } from '../reliable-messaging.options';
 import { errorMessage } from '../util/error-text';
-import {
-  DEAD_LETTER_AUDIT_TABLE,
-  type DeadLetterAuditAction,
-  type DeadLetterAuditOutcome,
-} from './dead-letter-audit.entity';
+import { DEAD_LETTER_AUDIT_TABLE } from './dead-letter-audit-table';
+import type { DeadLetterAuditAction, DeadLetterAuditOutcome } from './dead-letter-audit.entity';
 
 /** The default JSON-lines audit file, in the working directory, used when there is no DataSource. */
 export const DEFAULT_DEAD_LETTER_AUDIT_FILE = 'dead-letter-audit.jsonl';
