@@ -44,7 +44,18 @@ function boundaries(...patterns) {
  */
 export default defineConfig(
   // bench/golevelup is a project of its own (NestJS 11, its own node_modules), run as it is by the peers suite.
-  { ignores: ['dist/', 'coverage/', 'node_modules/', 'bench/golevelup/'] },
+  // test/package/*-app are the package test's apps: compiled under strict by it, outside the repository, against
+  // the installed tarballs (they belong to no tsconfig here).
+  {
+    ignores: [
+      'dist/',
+      'libs/*/dist/',
+      'coverage/',
+      'node_modules/',
+      'bench/golevelup/',
+      'test/package/*-app/',
+    ],
+  },
   eslint.configs.recommended,
   tseslint.configs.recommendedTypeChecked,
   {

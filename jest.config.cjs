@@ -18,7 +18,7 @@ module.exports = {
   // Only the packages' entry points, as tsconfig.json's paths: an internal file is not importable from outside.
   moduleNameMapper: {
     '^nestjs-reliable-messaging$': '<rootDir>/libs/reliable-messaging/src/index.ts',
-    '^nestjs-reliable-messaging/(typeorm|testing|http|claim-check|microservices|operations|safe-json)$':
+    '^nestjs-reliable-messaging/(typeorm|testing|http|claim-check|microservices|operations|safe-json|health)$':
       '<rootDir>/libs/reliable-messaging/src/$1.ts',
     '^nestjs-reliable-messaging-admin$': '<rootDir>/libs/reliable-messaging-admin/src/index.ts',
     '^nestjs-reliable-messaging-admin/(cli|typeorm)$': '<rootDir>/libs/reliable-messaging-admin/src/$1.ts',

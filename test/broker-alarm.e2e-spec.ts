@@ -3,7 +3,8 @@ import { Injectable } from '@nestjs/common';
 import { HealthCheckService, type HealthCheckResult } from '@nestjs/terminus';
 import { IsInt } from 'class-validator';
 import { Registry } from 'prom-client';
-import { Consume, MessageType, MessagingHealth } from 'nestjs-reliable-messaging';
+import { Consume, MessageType } from 'nestjs-reliable-messaging';
+import { MessagingHealth, ReliableMessagingHealthModule } from 'nestjs-reliable-messaging/health';
 import { PublisherConnection } from 'nestjs-reliable-messaging/operations';
 import { clearMemoryAlarm, withMemoryAlarm } from './support/broker-alarm';
 import { MessagingTestApp, queueCounts, uniqueQueue, type QueueCounts } from './support/messaging-app';
@@ -62,6 +63,7 @@ describe('a memory alarm blocks publishing', () => {
     broker = await TestBroker.connect();
     app = await MessagingTestApp.start(broker, {
       providers: [JobHandler],
+      imports: [ReliableMessagingHealthModule],
       options: { publishConfirmTimeoutMs: CONFIRM_TIMEOUT_MS, metricsRegistry: registry },
     });
     jobs = app.get(JobHandler);

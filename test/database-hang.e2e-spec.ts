@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { IsString } from 'class-validator';
 import { Registry } from 'prom-client';
-import { Consume, MessagingHealth, MessageType, type MessageContext } from 'nestjs-reliable-messaging';
+import { Consume, MessageType, type MessageContext } from 'nestjs-reliable-messaging';
+import { MessagingHealth, ReliableMessagingHealthModule } from 'nestjs-reliable-messaging/health';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TcpProxy } from './support/tcp-proxy';
@@ -74,6 +75,7 @@ describe.each([
     const dataSource = await db.connect(10, () => `${proxy.url}${queryString}`);
     app = await MessagingTestApp.start(broker, {
       providers: [Handler],
+      imports: [ReliableMessagingHealthModule],
       options: {
         dataSource,
         outbox: { relay: false },

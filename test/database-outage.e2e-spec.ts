@@ -4,13 +4,8 @@ import { Injectable } from '@nestjs/common';
 import { IsString } from 'class-validator';
 import { Registry } from 'prom-client';
 import type { DataSource } from 'typeorm';
-import {
-  Consume,
-  HEADERS,
-  MessagingHealth,
-  MessageType,
-  type MessageContext,
-} from 'nestjs-reliable-messaging';
+import { Consume, HEADERS, MessageType, type MessageContext } from 'nestjs-reliable-messaging';
+import { MessagingHealth, ReliableMessagingHealthModule } from 'nestjs-reliable-messaging/health';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, queueCounts, uniqueQueue } from './support/messaging-app';
 import { TcpProxy } from './support/tcp-proxy';
@@ -153,6 +148,7 @@ describe('database outage: consumers pause, messages spend nothing', () => {
     const dataSource = await db.connect(10, () => proxy.url);
     app = await MessagingTestApp.start(broker, {
       providers: [LedgerHandler, AuditHandler, StatementHandler, NotificationHandler],
+      imports: [ReliableMessagingHealthModule],
       options: {
         dataSource,
         outbox: { relay: false },

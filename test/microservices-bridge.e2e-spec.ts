@@ -12,7 +12,11 @@ import { NestFactory } from '@nestjs/core';
 import { ClientProxy, Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
 import { type MessageContext, MessagePublisher, ReliableMessagingModule } from 'nestjs-reliable-messaging';
-import { ReliableMessagingClient, ReliableMessagingTransport } from 'nestjs-reliable-messaging/microservices';
+import {
+  ReliableMessagingClient,
+  ReliableMessagingMicroservicesModule,
+  ReliableMessagingTransport,
+} from 'nestjs-reliable-messaging/microservices';
 import { ConsumerRegistry, DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
 import { CapturingLogger } from './support/messaging-app';
 import {
@@ -98,6 +102,7 @@ describe('@nestjs/microservices bridge: @EventPattern handlers and ClientProxy.e
           outbox: { pollIntervalMs: 200 },
           retry: { initialDelayMs: 100 },
         }),
+        ReliableMessagingMicroservicesModule,
       ],
       controllers: [ShippingController],
       providers: [{ provide: SHIPPING, useExisting: ReliableMessagingClient }],

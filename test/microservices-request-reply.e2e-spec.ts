@@ -10,7 +10,11 @@ import {
   ReliableMessagingModule,
   type MessageContext,
 } from 'nestjs-reliable-messaging';
-import { ReliableMessagingClient, ReliableMessagingTransport } from 'nestjs-reliable-messaging/microservices';
+import {
+  ReliableMessagingClient,
+  ReliableMessagingMicroservicesModule,
+  ReliableMessagingTransport,
+} from 'nestjs-reliable-messaging/microservices';
 import { ConsumerRegistry } from 'nestjs-reliable-messaging/operations';
 import { CapturingLogger } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
@@ -66,7 +70,10 @@ describe('@nestjs/microservices bridge: @MessagePattern handlers answer ClientPr
     broker.track(exchange, `${exchange}.dead-letter`);
 
     @Module({
-      imports: [ReliableMessagingModule.forRoot({ urls: broker.url, exchange, connectionName: appId })],
+      imports: [
+        ReliableMessagingModule.forRoot({ urls: broker.url, exchange, connectionName: appId }),
+        ReliableMessagingMicroservicesModule,
+      ],
       controllers: [BillingController],
       providers: [{ provide: BILLING, useExisting: ReliableMessagingClient }],
     })

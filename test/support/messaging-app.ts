@@ -73,7 +73,7 @@ export class CapturingLogger implements LoggerService {
 export interface MessagingAppSetup {
   /** Providers with `@Consume()` / `@Publish()` methods, and whatever they inject. */
   providers?: Provider[];
-  /** Modules beside ReliableMessagingModule (ReliableMessagingAdminModule for the dead-letter tools, say). */
+  /** Modules beside ReliableMessagingModule (`ReliableMessagingHealthModule`, `ReliableMessagingAdminModule`, say). */
   imports?: ModuleMetadata['imports'];
   /** Module options; `urls`, `exchange` and `connectionName` default to the broker's URL and unique names. */
   options?: Partial<ReliableMessagingModuleOptions>;

@@ -1,7 +1,10 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { ReliableMessagingModule } from 'nestjs-reliable-messaging';
-import { ReliableMessagingClient } from 'nestjs-reliable-messaging/microservices';
+import {
+  ReliableMessagingClient,
+  ReliableMessagingMicroservicesModule,
+} from 'nestjs-reliable-messaging/microservices';
 import { LabelBook, PARCELS, ParcelController } from './parcel.controller';
 
 /** Where the parcel service connects. */
@@ -29,6 +32,7 @@ export class ParcelModule {
           exchange: options.exchange,
           connectionName: options.connectionName ?? 'parcel-service',
         }),
+        ReliableMessagingMicroservicesModule,
       ],
       controllers: [ParcelController],
       providers: [LabelBook, { provide: PARCELS, useExisting: ReliableMessagingClient }],

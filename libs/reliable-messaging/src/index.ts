@@ -52,9 +52,6 @@ export type { PublishOptions, RawMessage } from './publishing/publish-options';
 /** What `request()` takes: the publish options without `manager`, a required `timeoutMs` and an abort signal. */
 export type { RequestOptions } from './request-reply/request-options';
 
-/** Terminus indicators for liveness and readiness (`/health/live`, `/health/ready`). */
-export { MessagingHealth } from './health/messaging-health.service';
-
 /** Thrown by a handler: the failure is permanent, so the message is dead-lettered at once. */
 export { NonRetryableError } from './errors/non-retryable.error';
 /** The handler ran past its consumer's deadline; the attempt is abandoned and retried. */

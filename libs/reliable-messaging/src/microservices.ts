@@ -4,6 +4,8 @@
  * (the outbox with a `dataSource`). See docs/handlers.md, "Coming from Nest's RMQ transport".
  */
 
+/** Provides the transport and the client: import it beside `ReliableMessagingModule.forRoot()`. */
+export { ReliableMessagingMicroservicesModule } from './microservices/reliable-messaging-microservices.module';
 /** The transport strategy: `app.connectMicroservice({ strategy: app.get(ReliableMessagingTransport) })`. */
 export {
   ReliableMessagingTransport,

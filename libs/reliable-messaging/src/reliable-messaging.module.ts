@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { TerminusModule } from '@nestjs/terminus';
 import {
   RELIABLE_MESSAGING_MODULE_OPTIONS,
   ReliableMessagingConfigurableModule,
@@ -31,14 +30,6 @@ import { OverdueHandlers } from './flow-control/overdue-handlers.service';
 import { MessagingMetrics } from './metrics/messaging-metrics.service';
 import { MetricsCollector } from './metrics/metrics-collector.service';
 import { QueueDepthMonitor } from './metrics/queue-depth.monitor';
-import { BrokerHealthIndicator } from './health/broker.health';
-import { ConsumersHealthIndicator } from './health/consumers.health';
-import { DatabaseHealthIndicator } from './health/database.health';
-import { DeadLetterHealthIndicator } from './health/dead-letter.health';
-import { HandlersHealthIndicator } from './health/handlers.health';
-import { OutboxHealthIndicator } from './health/outbox.health';
-import { ShutdownHealthIndicator } from './health/shutdown.health';
-import { MessagingHealth } from './health/messaging-health.service';
 import { SchemaCheck } from './database/schema-check.service';
 import { TransactionContext } from './database/transaction-context.service';
 import { DatabaseAvailability } from './database/database-availability.service';
@@ -57,20 +48,20 @@ import { LaneDirectory } from './lanes/lane-directory.service';
 import { LaneTopology } from './lanes/lane-topology.service';
 import { OrderingTopology } from './ordering/ordering-topology.service';
 import { VersionGuard } from './ordering/version-guard.service';
-import { ReliableMessagingClient } from './microservices/reliable-messaging.client';
+import { loadOpenTelemetry, OPENTELEMETRY_LOADER } from './tracing/opentelemetry';
+import { EventPatternBridge } from './microservices/event-pattern-bridge';
 import { ClaimCheckReader } from './claim-check/claim-check-reader.service';
 import { ClaimCheckWriter } from './claim-check/claim-check-writer.service';
 import { DeadLetterClaimCheck } from './claim-check/dead-letter-claim-check.service';
 import { ClaimCheckPruner } from './claim-check/claim-check-pruner.service';
 import { PostgresClaimCheckStore } from './claim-check/postgres-claim-check.store';
-import { ReliableMessagingTransport } from './microservices/reliable-messaging.transport';
 
 /**
  * Reliable messaging over RabbitMQ. Import once with `forRoot()` / `forRootAsync()` (global by default);
  * decorate provider methods with `@Consume()` and `@Publish()`, or inject `MessagePublisher`.
  */
 @Module({
-  imports: [DiscoveryModule, TerminusModule],
+  imports: [DiscoveryModule],
   providers: [
     {
       provide: RESOLVED_MESSAGING_OPTIONS,
@@ -80,6 +71,7 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
         }),
       inject: [RELIABLE_MESSAGING_MODULE_OPTIONS],
     },
+    { provide: OPENTELEMETRY_LOADER, useFactory: loadOpenTelemetry },
     ConsumerConnection,
     PublisherConnection,
     ConfirmPublisher,
@@ -104,14 +96,6 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
     MessagingMetrics,
     MetricsCollector,
     QueueDepthMonitor,
-    BrokerHealthIndicator,
-    ConsumersHealthIndicator,
-    DatabaseHealthIndicator,
-    DeadLetterHealthIndicator,
-    HandlersHealthIndicator,
-    OutboxHealthIndicator,
-    ShutdownHealthIndicator,
-    MessagingHealth,
     SchemaCheck,
     TransactionContext,
     DatabaseAvailability,
@@ -130,8 +114,7 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
     LaneTopology,
     LaneDirectory,
     VersionGuard,
-    ReliableMessagingTransport,
-    ReliableMessagingClient,
+    EventPatternBridge,
     ClaimCheckReader,
     ClaimCheckWriter,
     ClaimCheckPruner,
@@ -144,15 +127,12 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
     ConsumerRegistry,
     MessagingLifecycle,
     MessagingMetrics,
-    MessagingHealth,
     OutboxMonitor,
     OutboxRelay,
     InboxStats,
     VersionGuard,
     DeadLetterMonitor,
     QueueDepthMonitor,
-    ReliableMessagingTransport,
-    ReliableMessagingClient,
     TransactionContext,
     ClaimCheckPruner,
     RESOLVED_MESSAGING_OPTIONS,
@@ -161,6 +141,10 @@ import { ReliableMessagingTransport } from './microservices/reliable-messaging.t
     OutboxStore,
     ClaimCheckReader,
     DeadLetterClaimCheck,
+    // For the modules of the package's other entry points (/health, /microservices), not for apps.
+    DatabaseAvailability,
+    OverdueHandlers,
+    EventPatternBridge,
   ],
 })
 export class ReliableMessagingModule extends ReliableMessagingConfigurableModule {}

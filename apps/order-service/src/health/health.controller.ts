@@ -1,6 +1,6 @@
 import { Controller, Get, Logger, ServiceUnavailableException } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, type HealthCheckResult } from '@nestjs/terminus';
-import { MessagingHealth } from 'nestjs-reliable-messaging';
+import { MessagingHealth } from 'nestjs-reliable-messaging/health';
 import { ProbeLog } from './probe-log';
 
 /**

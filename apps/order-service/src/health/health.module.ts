@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
+import { ReliableMessagingHealthModule } from 'nestjs-reliable-messaging/health';
 import { HealthController } from './health.controller';
 
 /**
@@ -8,7 +9,7 @@ import { HealthController } from './health.controller';
  * per change of state instead.
  */
 @Module({
-  imports: [TerminusModule.forRoot({ logger: false })],
+  imports: [TerminusModule.forRoot({ logger: false }), ReliableMessagingHealthModule],
   controllers: [HealthController],
 })
 export class HealthModule {}

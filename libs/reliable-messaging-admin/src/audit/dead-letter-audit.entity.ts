@@ -1,7 +1,7 @@
 import { Check, Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { DEAD_LETTER_AUDIT_TABLE } from './dead-letter-audit-table';
 
-/** The dead-letter audit table's name. */
-export const DEAD_LETTER_AUDIT_TABLE = 'rm_dead_letter_audit';
+export { DEAD_LETTER_AUDIT_TABLE };
 
 /** What an operator's tool did: to dead letters (replay, edit, purge) or to parked outbox rows (retry, discard). */
 export type DeadLetterAuditAction = 'replay' | 'edit-replay' | 'purge' | 'outbox-retry' | 'outbox-discard';

@@ -7,11 +7,8 @@ import {
   type ResolvedMessagingOptions,
   uuidv7,
 } from 'nestjs-reliable-messaging/operations';
-import {
-  DEAD_LETTER_AUDIT_TABLE,
-  type DeadLetterAuditAction,
-  type DeadLetterAuditOutcome,
-} from './dead-letter-audit.entity';
+import { DEAD_LETTER_AUDIT_TABLE } from './dead-letter-audit-table';
+import type { DeadLetterAuditAction, DeadLetterAuditOutcome } from './dead-letter-audit.entity';
 
 /** The default JSON-lines audit file, in the working directory, used when there is no DataSource. */
 export const DEFAULT_DEAD_LETTER_AUDIT_FILE = 'dead-letter-audit.jsonl';

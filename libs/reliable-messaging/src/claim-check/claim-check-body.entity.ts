@@ -1,7 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-
-/** The claim-check table's name. */
-export const CLAIM_CHECK_TABLE = 'rm_claim_check';
+import { CLAIM_CHECK_TABLE } from '../database/table-names';
 
 /**
  * A message body kept out of the broker by the claim check, in the PostgreSQL store. Written in the outbox row's

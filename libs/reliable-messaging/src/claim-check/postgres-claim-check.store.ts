@@ -2,7 +2,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { databaseOutageEvidence } from '../database/database-errors';
 import { ClaimCheckStoreUnavailableError } from '../errors/claim-check-store-unavailable.error';
 import { errorMessage } from '../util/error-text';
-import { CLAIM_CHECK_TABLE } from './claim-check-body.entity';
+import { CLAIM_CHECK_TABLE } from '../database/table-names';
 import { BODY_ID, createdAtOfId } from './claim-check-store';
 import type {
   ClaimCheckBodyInfo,

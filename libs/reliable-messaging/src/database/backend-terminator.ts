@@ -1,5 +1,7 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { EntityManager } from 'typeorm';
+import { dataSourceOf } from './data-source-of';
+import { driverModule } from './pg-driver';
 
 /** The PostgreSQL backend serving a transaction's connection, where the driver is node-postgres. */
 export function backendPid(manager: EntityManager): number | undefined {
@@ -37,9 +39,11 @@ export async function terminateBackend(
   pid: number,
   startedBefore: Date,
 ): Promise<boolean> {
-  const pool = (manager.connection.driver as { master?: { options?: pg.ClientConfig } }).master;
-  if (!pool?.options) return false;
-  const client = new pg.Client({
+  const dataSource = dataSourceOf(manager);
+  const pool = (dataSource.driver as { master?: { options?: pg.ClientConfig } }).master;
+  const postgres = driverModule(dataSource);
+  if (!pool?.options || !postgres) return false;
+  const client = new postgres.Client({
     ...pool.options,
     connectionTimeoutMillis: TERMINATOR_TIMEOUT_MS,
     query_timeout: TERMINATOR_TIMEOUT_MS,

@@ -1,7 +1,9 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { PoolClient } from 'pg';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { preparedCommand, type PreparedStatement } from './prepared-query';
+import { dataSourceOf } from './data-source-of';
+import { driverModule } from './pg-driver';
 
 /** What pg's Query does on the wire, which a pipelined BEGIN extends; not in pg's type declarations. */
 interface PgConnection {
@@ -30,25 +32,45 @@ type PgQueryClass = new (
  * isolation level refuses, and one behind BEGIN would be marked parsed by BEGIN's ParseComplete (pg credits the
  * first ParseComplete to the active query) before the server had answered for it.
  */
-const BeginThenQuery = class extends (pg.Query as unknown as PgQueryClass) {
-  override prepare(connection: PgConnection): void {
-    connection.parse({ text: this.begin });
-    connection.bind({});
-    connection.execute({});
-    super.prepare(connection);
+function beginThenQueryClass(Query: PgQueryClass): PgQueryClass {
+  return class BeginThenQuery extends Query {
+    override prepare(connection: PgConnection): void {
+      connection.parse({ text: this.begin });
+      connection.bind({});
+      connection.execute({});
+      super.prepare(connection);
+    }
+  };
+}
+
+/** One subclass per copy of pg (an app has one; the cache keeps it from being made per transaction). */
+const beginThenQueries = new WeakMap<object, PgQueryClass>();
+
+function beginThenQuery(postgres: typeof pg): PgQueryClass {
+  let Query = beginThenQueries.get(postgres);
+  if (!Query) {
+    Query = beginThenQueryClass(postgres.Query as unknown as PgQueryClass);
+    beginThenQueries.set(postgres, Query);
   }
-};
+  return Query;
+}
 
 /**
  * Sends BEGIN and `statement`, in one round trip once the connection has parsed `statement` (in two the first
  * time); resolves with the number of rows `statement` affected.
  */
-async function beginThen(client: PoolClient, begin: string, statement: PreparedStatement): Promise<number> {
+async function beginThen(
+  postgres: typeof pg,
+  client: PoolClient,
+  begin: string,
+  statement: PreparedStatement,
+): Promise<number> {
   if (!hasParsed(client, statement.name)) {
     await client.query(begin);
     return (await client.query(statement)).rowCount ?? 0;
   }
   return new Promise((resolve, reject) => {
+    const BeginThenQuery = beginThenQuery(postgres);
     const query = new BeginThenQuery(statement, undefined, (error, results) => {
       if (error) reject(error);
       else resolve((Array.isArray(results) ? results[results.length - 1] : results).rowCount ?? 0);
@@ -92,7 +114,8 @@ export async function runTransactionStartingWith<T>(
   const runner = dataSource.createQueryRunner();
   try {
     const client = (await runner.connect()) as PoolClient | undefined;
-    if (!isPgClient(client)) {
+    const postgres = driverModule(dataSource);
+    if (!postgres || !isPgClient(client)) {
       await runner.release();
       return await dataSource.transaction(async (manager) =>
         work(manager, await preparedCommand(manager, first)),
@@ -103,7 +126,7 @@ export async function runTransactionStartingWith<T>(
     let result: T;
     try {
       await broadcast(runner, 'BeforeTransactionStart');
-      const affected = await beginThen(client, beginStatement(dataSource), first);
+      const affected = await beginThen(postgres, client, beginStatement(dataSource), first);
       state.transactionDepth = 1;
       await broadcast(runner, 'AfterTransactionStart');
       result = await work(runner.manager, affected);
@@ -147,7 +170,7 @@ type TransactionEvent =
  */
 async function broadcast(runner: QueryRunner, event: TransactionEvent): Promise<void> {
   const hook = `${event[0].toLowerCase()}${event.slice(1)}`;
-  const subscribers = runner.dataSource.subscribers as unknown as Record<string, unknown>[];
+  const subscribers = dataSourceOf(runner).subscribers as unknown as Record<string, unknown>[];
   if (subscribers.some((subscriber) => typeof subscriber[hook] === 'function')) {
     await runner.broadcaster.broadcast(event);
   }

@@ -1,5 +1,6 @@
 import type { PoolClient } from 'pg';
 import type { EntityManager, QueryResult } from 'typeorm';
+import { dataSourceOf } from './data-source-of';
 
 /** A statement to run as a named prepared statement: its name (one per text), its text and its values. */
 export interface PreparedStatement {
@@ -37,7 +38,7 @@ export async function preparedQuery(
 export async function preparedCommand(manager: EntityManager, statement: PreparedStatement): Promise<number> {
   const client = await clientOf(manager);
   if (client) return (await client.query(statement)).rowCount ?? 0;
-  const runner = manager.queryRunner ?? manager.dataSource.createQueryRunner();
+  const runner = manager.queryRunner ?? dataSourceOf(manager).createQueryRunner();
   try {
     const result: QueryResult = await runner.query(statement.text, statement.values, true);
     return result.affected ?? 0;

@@ -2,8 +2,7 @@ import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { ConfigurationError } from '../errors/configuration.error';
-import { INBOX_TABLE } from '../inbox/inbox-message.entity';
-import { OUTBOX_TABLE } from '../outbox/outbox-message.entity';
+import { INBOX_TABLE, OUTBOX_TABLE } from './table-names';
 
 /**
  * Checks at startup that the configured DataSource can hold the outbox and inbox: PostgreSQL (the relay relies

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { RpcParamtype } from '@nestjs/microservices/enums/rpc-paramtype.enum.js';
-import { PARAM_ARGS_METADATA } from '@nestjs/microservices/constants.js';
 import { CONSUME_METADATA, PUBLISH_METADATA } from '../reliable-messaging.constants';
+import { RPC_PARAM_ARGS_METADATA, RpcParamtype } from '../pipeline/rpc-params';
 import type { ConsumeOptions } from '../options/consume.options';
 import type { PublishDecoratorOptions } from '../decorators/publish.decorator';
 
@@ -28,7 +27,7 @@ export class MessagingMetadataAccessor {
    */
   payloadParameterType(prototype: object, methodName: string): unknown {
     const types = Reflect.getMetadata('design:paramtypes', prototype, methodName) as unknown[] | undefined;
-    const params = Reflect.getMetadata(PARAM_ARGS_METADATA, prototype.constructor, methodName) as
+    const params = Reflect.getMetadata(RPC_PARAM_ARGS_METADATA, prototype.constructor, methodName) as
       Record<string, { index: number; data?: unknown }> | undefined;
     if (!params) return types?.[0];
     const whole = Object.entries(params).find(

@@ -7,7 +7,7 @@ import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { TransactionContext } from '../database/transaction-context.service';
 import { MessagePublisher } from '../publishing/message-publisher.service';
 import { wrapPublishMethod } from '../publishing/publish-method';
-import { ReliableMessagingTransport } from '../microservices/reliable-messaging.transport';
+import { EventPatternBridge } from '../microservices/event-pattern-bridge';
 import { MessagingExplorer } from './messaging-explorer.service';
 
 /**
@@ -21,7 +21,7 @@ export class MessagingRegistrar implements OnModuleInit {
 
   constructor(
     private readonly explorer: MessagingExplorer,
-    private readonly transport: ReliableMessagingTransport,
+    private readonly bridge: EventPatternBridge,
     private readonly registry: ConsumerRegistry,
     private readonly topology: TopologyService,
     private readonly publisher: MessagePublisher,
@@ -30,11 +30,11 @@ export class MessagingRegistrar implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    const serveEvents = this.transport.isConnected;
+    const serveEvents = this.bridge.connected;
     const { consumers, publishers } = this.explorer.explore(
-      serveEvents ? { transportId: this.transport.transportId, appId: this.options.appId } : undefined,
+      serveEvents ? { transportId: this.bridge.transportId, appId: this.options.appId } : undefined,
     );
-    this.transport.markPlanned();
+    this.bridge.planned = true;
     // First, so that a handler that is also a `@Publish()` method runs as the wrapper.
     for (const { instance, methodName, options } of publishers) {
       wrapPublishMethod(instance, methodName, options, this.publisher, this.transactions);

@@ -1,19 +1,23 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { HealthIndicatorService, TypeOrmHealthIndicator, type HealthIndicatorResult } from '@nestjs/terminus';
+import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { DatabaseAvailability } from '../database/database-availability.service';
+import { errorMessage } from '../util/error-text';
+import { withTimeout } from '../util/with-timeout';
 
 /**
  * The `dataSource` that holds the outbox and inbox: down while the module knows it to be unavailable (its
- * consumers are paused until it answers), else pinged under the probe timeout.
+ * consumers are paused until it answers), else pinged with `SELECT 1` under the probe timeout.
+ *
+ * NOTE: the ping goes through the configured DataSource itself rather than Terminus' TypeOrmHealthIndicator,
+ * which resolves @nestjs/typeorm's connection token and throws at startup in an app without @nestjs/typeorm.
  */
 @Injectable()
 export class DatabaseHealthIndicator {
   constructor(
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly health: HealthIndicatorService,
-    private readonly typeOrm: TypeOrmHealthIndicator,
     private readonly availability: DatabaseAvailability,
   ) {}
 
@@ -33,8 +37,14 @@ export class DatabaseHealthIndicator {
         message: 'the database does not answer; consumers that need it are paused until it does',
       });
     }
-    return this.typeOrm
-      .pingCheck(key, { connection: this.options.dataSource })
-      .withTimeout(this.options.probeTimeoutMs);
+    const indicator = this.health.check(key);
+    const dataSource = this.options.dataSource;
+    if (!dataSource) return indicator.down({ message: 'no dataSource is configured' });
+    try {
+      await withTimeout(dataSource.query('SELECT 1'), this.options.probeTimeoutMs, 'the database');
+      return indicator.up();
+    } catch (error) {
+      return indicator.down({ message: errorMessage(error) });
+    }
   }
 }

@@ -1,7 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-
-/** The inbox table's name. */
-export const INBOX_TABLE = 'rm_inbox';
+import { INBOX_TABLE } from '../database/table-names';
 
 /**
  * A message a consumer has handled, keyed by the consumer (its queue) and the message's idempotency key. The row

@@ -2,16 +2,17 @@ import { Injectable } from '@nestjs/common';
 import type { CustomTransportStrategy, MessageHandler } from '@nestjs/microservices';
 import { Server } from '@nestjs/microservices/server/server.js';
 import { ConfigurationError } from '../errors/configuration.error';
+import { EventPatternBridge, RELIABLE_MESSAGING_TRANSPORT } from './event-pattern-bridge';
 
-/** The transport id of ReliableMessagingTransport, for `@EventPattern(pattern, RELIABLE_MESSAGING_TRANSPORT)`. */
-export const RELIABLE_MESSAGING_TRANSPORT = Symbol('reliable-messaging');
+export { RELIABLE_MESSAGING_TRANSPORT };
 
 /**
  * Serves an app's `@EventPattern()` and `@MessagePattern()` handlers through the module's reliability pipeline, for a service coming
  * from Nest's RMQ transport: each handler gets its own durable queue bound to its pattern, and each message is
  * acknowledged only after its handler's work, retried with backoff, dead-lettered with its reason, deduplicated
  * by the inbox and traced, exactly as a `@Consume()` handler is. A `@MessagePattern()` handler is a reply
- * consumer (`@Consume({ reply: true })`): its return value answers the request. Connect it before the app starts:
+ * consumer (`@Consume({ reply: true })`): its return value answers the request. Import
+ * `ReliableMessagingMicroservicesModule`, and connect the transport before the app starts:
  *
  * @example
  * const app = await NestFactory.create(AppModule);
@@ -27,16 +28,8 @@ export const RELIABLE_MESSAGING_TRANSPORT = Symbol('reliable-messaging');
 export class ReliableMessagingTransport extends Server implements CustomTransportStrategy {
   override readonly transportId = RELIABLE_MESSAGING_TRANSPORT;
 
-  private planned = false;
-
-  /** True once an app connected this transport: Nest handed it the app's patterns. */
-  get isConnected(): boolean {
-    return this.messageHandlers.size > 0;
-  }
-
-  /** Called by the module once it has planned its consumers: patterns handed over later would have no queue. */
-  markPlanned(): void {
-    this.planned = true;
+  constructor(private readonly bridge: EventPatternBridge) {
+    super();
   }
 
   /** Nest hands over each pattern when the app connects the transport; one that comes too late is refused. */
@@ -46,7 +39,7 @@ export class ReliableMessagingTransport extends Server implements CustomTranspor
     isEventHandler?: boolean,
     extras?: Record<string, unknown>,
   ): void {
-    if (this.planned) {
+    if (this.bridge.planned) {
       const decorator = isEventHandler ? '@EventPattern' : '@MessagePattern';
       throw new ConfigurationError(
         `ReliableMessagingTransport was connected after the app started, so ${decorator}(${JSON.stringify(pattern)}) would have no queue: ` +
@@ -54,6 +47,7 @@ export class ReliableMessagingTransport extends Server implements CustomTranspor
       );
     }
     super.addHandler(pattern, callback, isEventHandler, extras);
+    this.bridge.connected = true;
   }
 
   listen(callback: (...optionalParams: unknown[]) => unknown): void {

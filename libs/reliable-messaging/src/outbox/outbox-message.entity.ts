@@ -1,11 +1,9 @@
 import { Check, Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { OUTBOX_TABLE } from '../database/table-names';
 import type { OutboundProperties } from '../envelope/envelope';
 
 /** Where a row of the outbox stands: waiting to be relayed, confirmed by the broker, or set aside for good. */
 export type OutboxStatus = 'pending' | 'published' | 'parked';
-
-/** The outbox table's name. */
-export const OUTBOX_TABLE = 'rm_outbox';
 
 /**
  * One message of the transactional outbox, stored exactly as it goes on the wire, written in the transaction of

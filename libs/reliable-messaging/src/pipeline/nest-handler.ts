@@ -9,12 +9,11 @@ import type { ApplicationConfig } from '@nestjs/core';
 import type { ExternalContextCreator } from '@nestjs/core';
 import type { ParamsFactory } from '@nestjs/core/helpers/external-context-creator.js';
 import { FORBIDDEN_MESSAGE } from '@nestjs/core/guards/constants.js';
-import { PARAM_ARGS_METADATA } from '@nestjs/microservices/constants.js';
-import { RpcParamsFactory } from '@nestjs/microservices/factories/rpc-params-factory.js';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { MessageContextStorage } from '../context/message-context.storage';
 import { MessageRefusedError } from '../errors/message-refused.error';
 import { DeliveryContext } from './delivery-context';
+import { RPC_PARAM_ARGS_METADATA, RpcParamsFactory } from './rpc-params';
 
 /** A handler wrapped by Nest with its guards, interceptors, pipes and filters: called with (payload, context). */
 export type NestHandler = (...args: unknown[]) => Promise<unknown>;
@@ -84,8 +83,8 @@ export function createNestHandler(
     instance,
     entered,
     plan.methodName,
-    PARAM_ARGS_METADATA,
-    // NOTE: the microservices' own factory; its declared `data` type is narrower than the interface's.
+    RPC_PARAM_ARGS_METADATA,
+    // NOTE: a copy of the microservices' own factory (see rpc-params); its `data` type is narrower than the interface's.
     new RpcParamsFactory() as ParamsFactory,
     undefined,
     undefined,
@@ -109,7 +108,7 @@ function hasNestEnhancers(
   methodName: string,
   method: Method,
 ): boolean {
-  const params = Reflect.getMetadata(PARAM_ARGS_METADATA, instance.constructor, methodName) as
+  const params = Reflect.getMetadata(RPC_PARAM_ARGS_METADATA, instance.constructor, methodName) as
     object | undefined;
   if (params !== undefined && Object.keys(params).length > 0) return true;
   for (const key of [GUARDS_METADATA, INTERCEPTORS_METADATA]) {

@@ -1,26 +1,15 @@
-import {
-  context,
-  propagation,
-  ROOT_CONTEXT,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  type Attributes,
-  type Context,
-  type Span,
-  type SpanContext,
-  type Tracer,
-} from '@opentelemetry/api';
+import type { Attributes, Context, Span, SpanContext, Tracer } from '@opentelemetry/api';
 import type { OutboundMessage } from '../envelope/envelope';
 import { amqpHeaderGetter, amqpHeaderSetter } from './header-carrier';
 import { ATTR, MESSAGING_SYSTEM, TRACER_NAME } from './messaging-semconv';
+import { otel } from './opentelemetry';
 import { isTracingRegistered } from './tracing-registered';
 
 // NOTE: the tracer is looked up on each use rather than kept: a tracer taken before an SDK is registered (or
 // after one is replaced, as tests do) would keep reporting to the provider of that moment. With no SDK every
-// call is a no-op.
+// call is a no-op. Everything below runs only once isTracingRegistered() said yes, so the API is loaded.
 function tracer(): Tracer {
-  return trace.getTracer(TRACER_NAME);
+  return otel().trace.getTracer(TRACER_NAME);
 }
 
 /** What a `create` span describes: one message about to be written (to the outbox or the broker). */
@@ -34,11 +23,13 @@ export interface CreatedMessage {
 
 /** The trace context a message carries in its headers, on top of an empty context. */
 export function extractMessageContext(headers: Record<string, unknown> | undefined): Context {
+  const { propagation, ROOT_CONTEXT } = otel();
   return propagation.extract(ROOT_CONTEXT, headers ?? {}, amqpHeaderGetter);
 }
 
 /** The span context a message was created in, if it carries a valid one. */
 export function creationContextOf(headers: Record<string, unknown> | undefined): SpanContext | undefined {
+  const { trace } = otel();
   const spanContext = trace.getSpanContext(extractMessageContext(headers));
   return spanContext && trace.isSpanContextValid(spanContext) ? spanContext : undefined;
 }
@@ -51,6 +42,7 @@ export function creationContextOf(headers: Record<string, unknown> | undefined):
  */
 export function injectCreationContext(headers: Record<string, unknown>, message: CreatedMessage): void {
   if (!isTracingRegistered()) return;
+  const { context, propagation, SpanKind, trace } = otel();
   const span = tracer().startSpan(`create ${message.exchange}`, {
     kind: SpanKind.PRODUCER,
     attributes: {
@@ -80,6 +72,7 @@ export function traceSend<T>(message: OutboundMessage, publish: () => Promise<T>
 }
 
 async function tracedSend<T>(message: OutboundMessage, publish: () => Promise<T>): Promise<T> {
+  const { context, SpanKind, trace } = otel();
   const creation = creationContextOf(message.properties.headers);
   const active = context.active();
   const activeSpan = trace.getSpanContext(active);
@@ -123,6 +116,7 @@ export function startProcessSpan(
   headers: Record<string, unknown> | undefined,
   attributes: Attributes,
 ): { span: Span; context: Context } {
+  const { SpanKind, trace } = otel();
   const parent = extractMessageContext(headers);
   const creation = trace.getSpanContext(parent);
   const span = tracer().startSpan(
@@ -149,5 +143,5 @@ export function recordFailure(span: Span, error: unknown): void {
   const failure = error instanceof Error ? error : new Error(String(error));
   span.recordException(failure);
   span.setAttribute(ATTR.errorType, failure.name || 'Error');
-  span.setStatus({ code: SpanStatusCode.ERROR, message: failure.message });
+  span.setStatus({ code: otel().SpanStatusCode.ERROR, message: failure.message });
 }

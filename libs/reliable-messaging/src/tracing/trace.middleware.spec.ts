@@ -6,6 +6,7 @@ import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { InboundDelivery } from '../pipeline/inbound-delivery';
 import { traceStage } from './trace.middleware';
 import { injectCreationContext } from './messaging-tracer';
+import { loadOpenTelemetry } from './opentelemetry';
 
 const consumer = { name: 'Billing.onOrderPlaced', queue: 'billing.order-placed' } as ConsumerPlan;
 const channel = { ack: () => undefined, nack: () => undefined } as unknown as Channel;
@@ -28,7 +29,8 @@ function delivery(headers: Record<string, unknown>): InboundDelivery {
 describe('traceStage', () => {
   let tracing: InMemoryTracing;
 
-  beforeAll(() => {
+  beforeAll(async () => {
+    await loadOpenTelemetry();
     tracing = InMemoryTracing.start();
   });
   afterAll(async () => {

@@ -1,8 +1,8 @@
-import { context } from '@opentelemetry/api';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { MessageHandler, MessageMiddleware } from '../pipeline/message-middleware';
 import { ATTR } from './messaging-semconv';
 import { recordFailure, startProcessSpan } from './messaging-tracer';
+import { otel } from './opentelemetry';
 import { isTracingRegistered } from './tracing-registered';
 
 /**
@@ -29,7 +29,7 @@ export function traceStage(consumer: Pick<ConsumerPlan, 'name' | 'queue'>): Mess
         [ATTR.bodySize]: delivery.raw.content.length,
       });
       try {
-        await context.with(spanContext, () => next(delivery));
+        await otel().context.with(spanContext, () => next(delivery));
       } catch (error) {
         recordFailure(span, error);
         throw error;
