@@ -17,6 +17,7 @@ import {
 import { RetryPolicy } from '../retry/retry-policy';
 import { assertBodiesOutliveRetries } from '../claim-check/claim-check-lifetime';
 import { mergeRetryOptions } from '../retry/retry.options';
+import { resolveAccept } from '../envelope/wire-format';
 import type { ConsumerPlan } from './consumer-plan';
 
 /** A first parameter of these types names no message class: the handler gets the parsed JSON. */
@@ -86,6 +87,7 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
   );
   const ordering = resolveOrderingOption(options.ordering, where);
   const reply = resolveReply(options.reply, where);
+  const accept = resolveAccept(options.accept, reply, where);
   const lanes = resolveLanesOption(options.lanes, options.defaultLane, where);
   // A consumer with lanes runs one plan per lane, as ordering by key runs one per partition (and both, one per
   // partition of each lane): each lane's settings over the consumer's, its own queue, and no binding of its own
@@ -136,6 +138,7 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
         messageTypes,
         acceptedMajorVersions,
         maxPayloadBytes: module.maxPayloadBytes,
+        accept,
         retry,
         dedup: dedup ? { scope: queue } : undefined,
         reply,
@@ -220,6 +223,7 @@ function freeze(plan: ConsumerPlan): ConsumerPlan {
     plan.bindings,
     plan.messageTypes,
     plan.acceptedMajorVersions,
+    plan.accept,
     plan.queueArguments,
     plan.extraQueueArguments,
     plan.rateLimit,

@@ -5,6 +5,7 @@ import type { RetryOptions } from '../retry/retry.options';
 import type { RateLimit } from '../flow-control/rate-limit.middleware';
 import type { OrderingOption } from '../ordering/ordering.options';
 import type { LanesOption } from '../lanes/lane.options';
+import type { WireFormat } from '../envelope/wire-format';
 
 /** Options of `@Consume()`. Defaults come from the module's options where named. */
 export interface ConsumeOptions {
@@ -73,6 +74,15 @@ export interface ConsumeOptions {
    * is high), none on 3.x (docs/lanes.md). Set per lane in `lanes`. Default: none.
    */
   maxPriority?: number;
+  /**
+   * The wire formats this consumer reads, for a migration one service at a time (docs/migrating.md):
+   * `['envelope', 'nest-rmq']` also accepts a message in Nest's RMQ format (`ClientProxy.emit()` of
+   * @nestjs/microservices), read as the message type `pattern` with the payload `data`, so the consumer can move
+   * before its producers. A message without the `type` property is read as Nest's; every limit and check of the
+   * envelope applies to it. Must list `envelope`; a reply consumer takes no `nest-rmq` (Nest's `send()` waits for
+   * a reply in Nest's own format). Default: `['envelope']`.
+   */
+  accept?: WireFormat[];
 }
 
 /**
