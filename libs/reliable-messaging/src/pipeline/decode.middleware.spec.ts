@@ -318,6 +318,17 @@ describe('decodeStage', () => {
       expect(result.nextCalled).toBe(false);
     });
 
+    it('takes deeply nested data within the size limit without a crash, stripping what the class does not declare', async () => {
+      const depth = 400;
+      const deep = `${'['.repeat(depth)}${']'.repeat(depth)}`;
+      const body = `{"pattern":"order.placed","data":${JSON.stringify(VALID).slice(0, -1)},"deep":${deep}}}`;
+
+      const result = await decode(nest(body));
+
+      expect(result.nextCalled).toBe(true);
+      expect({ ...(result.payload as object) }).toEqual({ ...VALID, lines: [expect.any(OrderLine)] });
+    });
+
     it("leaves Nest's format refused as missing-header on a consumer that does not accept it", async () => {
       const result = await decode(delivery(packet, { type: undefined, messageId: undefined }));
       expect(result.reason).toBe('missing-header');
