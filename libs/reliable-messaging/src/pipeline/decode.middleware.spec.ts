@@ -249,6 +249,13 @@ describe('decodeStage', () => {
       });
     });
 
+    it('takes the idempotency key from rm-idempotency-key when the producer set it', async () => {
+      const target = nest(packet, { headers: { [HEADERS.idempotencyKey]: 'order-placed:o-1' } });
+      await decode(target);
+      expect(target.envelope?.idempotencyKey).toBe('order-placed:o-1');
+      expect(target.envelope?.messageId).toMatch(/^nest-rmq:sha256:/);
+    });
+
     it('still reads the envelope of a message with the type property', async () => {
       const target = delivery(VALID, {}, nestConsumer);
       const result = await decode(target);
