@@ -144,7 +144,7 @@ describe("Nest's RMQ wire format on a bridged queue (accept: ['envelope', 'nest-
     expect(controller.weighed).toEqual([
       {
         event: Object.assign(new ParcelWeighed(), { parcelId: 'gated-1', grams: 700 }),
-        messageId: expect.stringMatching(/^nest-rmq:sha256:[0-9a-f]{64}$/),
+        messageId: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
         attempt: 1,
       },
     ]);

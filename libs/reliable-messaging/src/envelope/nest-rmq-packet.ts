@@ -1,16 +1,13 @@
-import { createHash } from 'node:crypto';
 import type { ConsumeMessage } from 'amqplib';
 import { InvalidMessageError } from '../errors/invalid-message.error';
 import type { Envelope } from './envelope';
+import { bodyMessageId } from './body-message-id';
 import { readEnvelope } from './envelope-reader';
 import { parseJsonBody } from './safe-json';
 
 /** What Nest's RMQ `ClientProxy` writes in a body: `emit()` the pattern and data, `send()` its request id too. */
 const PACKET_KEYS: ReadonlySet<string> = new Set(['pattern', 'data', 'id']);
 const MAX_PATTERN_LENGTH = 256;
-
-/** Prefix of the message id made from a Nest message's body, so a dead letter shows where its id came from. */
-export const NEST_RMQ_ID_PREFIX = 'nest-rmq:sha256:';
 
 /**
  * Whether a delivery on a consumer that accepts `nest-rmq` is read as Nest's format: it has no `type` property,
@@ -28,8 +25,8 @@ export function isNestRmqDelivery(message: ConsumeMessage): boolean {
  * send is filled in (docs/migrating.md):
  * - the message type is `pattern`, which the consumer's message types then check;
  * - the message id and idempotency key are the `message_id` property when the producer set one (with
- *   `RmqRecordBuilder`), else `nest-rmq:sha256:<hex>` of the body, so a redelivery of the same message, and its
- *   retries, carry the same id and the inbox skips it once handled. Two emits of the same pattern and data are
+ *   `RmqRecordBuilder`), else `sha256:<hex>` of the body (envelope/body-message-id.ts), so a redelivery of the
+ *   same message, and its retries, carry the same id and the inbox skips it once handled. Two emits of the same pattern and data are
  *   then one message to the inbox: a producer whose repeats matter sets a `message_id`;
  * - `occurredAt` is the `timestamp` property, else the arrival; the schema version `rm-schema-version`, else 1.0.
  * A `send()` request (an `id` in the body, or a `reply_to`) is refused: its caller waits for a reply in Nest's
@@ -60,7 +57,7 @@ export function readNestRmqPacket(
   }
   const envelope = readEnvelope(message, {
     type: pattern,
-    messageId: () => NEST_RMQ_ID_PREFIX + createHash('sha256').update(body).digest('hex'),
+    messageId: () => bodyMessageId(message.content),
   });
   return { envelope, data };
 }

@@ -234,7 +234,7 @@ describe('decodeStage', () => {
       expect(result.payload).toBeInstanceOf(OrderPlaced);
       expect(result.payload).toEqual(VALID);
       expect(first.envelope).toMatchObject({ type: 'order.placed', schemaVersion: '1.0' });
-      expect(first.envelope?.messageId).toMatch(/^nest-rmq:sha256:[0-9a-f]{64}$/);
+      expect(first.envelope?.messageId).toMatch(/^sha256:[0-9a-f]{64}$/);
       expect(first.envelope?.idempotencyKey).toBe(first.envelope?.messageId);
       expect(again.envelope?.messageId).toBe(first.envelope?.messageId);
     });
@@ -253,7 +253,7 @@ describe('decodeStage', () => {
       const target = nest(packet, { headers: { [HEADERS.idempotencyKey]: 'order-placed:o-1' } });
       await decode(target);
       expect(target.envelope?.idempotencyKey).toBe('order-placed:o-1');
-      expect(target.envelope?.messageId).toMatch(/^nest-rmq:sha256:/);
+      expect(target.envelope?.messageId).toMatch(/^sha256:/);
     });
 
     it('still reads the envelope of a message with the type property', async () => {
