@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createHash } from 'node:crypto';
 import { Controller, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import {
@@ -17,7 +18,8 @@ import { ReliableMessagingModule, type MessageContext } from 'nestjs-reliable-me
 import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/dead-letters';
 import { ReliableMessagingTransport } from 'nestjs-reliable-messaging/microservices';
 import { ConsumerRegistry } from 'nestjs-reliable-messaging/operations';
-import { CapturingLogger, queueCounts } from './support/messaging-app';
+import { installFaultPoints } from 'nestjs-reliable-messaging/testing';
+import { CapturingLogger, closeConnectionsNamed, queueCounts } from './support/messaging-app';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';
@@ -71,11 +73,12 @@ describe("Nest's RMQ wire format on a bridged queue (accept: ['envelope', 'nest-
   let exchange: string;
   let weighedQueue: string;
   let lostQueue: string;
+  let appId: string;
 
   beforeAll(async () => {
     broker = await TestBroker.connect();
     db = await createMessagingDatabase();
-    const appId = broker.name('shipping');
+    appId = broker.name('shipping');
     exchange = broker.name('events');
     broker.track(exchange, `${exchange}.dead-letter`);
     metrics = new Registry();
@@ -89,6 +92,7 @@ describe("Nest's RMQ wire format on a bridged queue (accept: ['envelope', 'nest-
           dataSource: db.dataSource,
           metricsRegistry: metrics,
           retry: { initialDelayMs: 100 },
+          reconnect: { initialDelayMs: 100, maxDelayMs: 500 },
         }),
       ],
       controllers: [ShippingController],
@@ -233,6 +237,39 @@ describe("Nest's RMQ wire format on a bridged queue (accept: ['envelope', 'nest-
       [weighedQueue, handled()[0].messageId],
     );
     expect(rows).toHaveLength(1);
+  });
+
+  it('skips a Nest message the broker redelivered after its ack was lost, through the inbox', async () => {
+    const data = { parcelId: 'crash-1', grams: 9 };
+    // What Nest's client writes, and so the id the module reads it with.
+    const body = JSON.stringify({ pattern: 'parcel.weighed', data });
+    const id = `sha256:${createHash('sha256').update(body).digest('hex')}`;
+    let held = false;
+    const remove = installFaultPoints({
+      beforeAck: (messageId) => {
+        if (held || messageId !== id) return undefined;
+        held = true;
+        return 'hold';
+      },
+    });
+    try {
+      const skippedBefore = await deduplicated();
+      await emit('parcel.weighed', data);
+      await waitFor('crash-1 handled, its ack held', () => held);
+      expect(controller.weighed.filter((w) => w.event.parcelId === 'crash-1')).toHaveLength(1);
+
+      // The process "dies" between commit and ack: the broker takes the delivery back and redelivers it.
+      expect(await closeConnectionsNamed(appId)).toBeGreaterThan(0);
+      await waitFor('the redelivery skipped', async () => (await deduplicated()) === skippedBefore + 1, {
+        timeoutMs: 30_000,
+      });
+    } finally {
+      remove();
+    }
+
+    expect(controller.weighed.filter((w) => w.event.parcelId === 'crash-1')).toEqual([
+      { event: expect.objectContaining(data), messageId: id, attempt: 1 },
+    ]);
   });
 
   it('handles two emits of the same data as two messages when the producer gives each a message_id', async () => {
