@@ -5,6 +5,7 @@ import type { RetryPolicy } from '../retry/retry-policy';
 import type { RateLimit } from '../options/rate-limit.options';
 import type { DeadlineSettings } from '../options/deadline-limits';
 import type { ConsumerLane } from '../lanes/consumer-lane';
+import type { WireFormat } from '../options/wire-format';
 
 /** What `host.getType()` says inside a handler's enhancers. */
 export type HandlerContextType = 'rmq' | 'rpc';
@@ -68,6 +69,8 @@ export interface ConsumerPlan {
   readonly acceptedMajorVersions: readonly number[];
   /** The largest body accepted, the module's `maxPayloadBytes`. */
   readonly maxPayloadBytes: number;
+  /** The wire formats read (`accept`, default `['envelope']`): `nest-rmq` adds Nest's `{pattern, data}` body. */
+  readonly accept: readonly WireFormat[];
 
   /** The retry policy: the module's `retry` with the consumer's own `retry` over it. */
   readonly retry: RetryPolicy;

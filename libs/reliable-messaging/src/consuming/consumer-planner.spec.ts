@@ -104,6 +104,7 @@ const DEFAULT_PLAN = {
   messageTypes: ['order.placed'],
   acceptedMajorVersions: [2],
   maxPayloadBytes: 262_144,
+  accept: ['envelope'],
   retry: {
     maxAttempts: 12,
     initialDelayMs: 1000,
@@ -120,6 +121,12 @@ const DEFAULT_PLAN = {
 describe('planConsumers', () => {
   it.each<[string, Partial<ConsumeOptions>, Partial<ReliableMessagingModuleOptions>, object]>([
     ['every setting from the defaults', {}, {}, {}],
+    [
+      "Nest's RMQ format beside the envelope",
+      { accept: ['envelope', 'nest-rmq'] },
+      {},
+      { accept: ['envelope', 'nest-rmq'] },
+    ],
     [
       "the module's defaults where the consumer sets nothing",
       {},
@@ -729,6 +736,24 @@ describe('planConsumers', () => {
       [billing({ queue: 'receipt', lanes: { bulk: { concurrency: 0 } } })],
       {},
       "ReliableMessaging: 'Billing.onOrderPlaced lane 'bulk' concurrency' must be an integer from 1 to 10000, got 0",
+    ],
+    [
+      'accept without the envelope',
+      [billing({ queue: 'billing', accept: ['nest-rmq'] })],
+      {},
+      "@Consume on Billing.onOrderPlaced: 'accept' must list 'envelope' and optionally 'nest-rmq', e.g. accept: ['envelope', 'nest-rmq']",
+    ],
+    [
+      'accept with an unknown wire format',
+      [billing({ queue: 'billing', accept: ['envelope', 'golevelup'] as never })],
+      {},
+      "@Consume on Billing.onOrderPlaced: 'accept' must list 'envelope' and optionally 'nest-rmq', e.g. accept: ['envelope', 'nest-rmq']; got \"golevelup\"",
+    ],
+    [
+      "nest-rmq on a reply consumer, whose Nest callers wait for Nest's reply format",
+      [billing({ queue: 'billing', reply: true, accept: ['envelope', 'nest-rmq'] })],
+      {},
+      "@Consume on Billing.onOrderPlaced: a reply consumer cannot accept 'nest-rmq': Nest's ClientProxy.send() waits for a reply in Nest's own format; move its callers to ReliableMessagingClient (same send() call) and remove nest-rmq from accept",
     ],
     [
       'two consumers on one queue',

@@ -14,6 +14,7 @@ import { assertKnownConsumeOptions } from '../options/consume.options';
 import { RetryPolicy } from '../retry/retry-policy';
 import { assertBodiesOutliveRetries } from '../claim-check/claim-check-lifetime';
 import { mergeRetryOptions } from '../options/retry.options';
+import { resolveAccept } from '../options/wire-format';
 import type { ConsumerPlan } from './consumer-plan';
 import { assertNoManualSettlement } from './manual-settlement';
 
@@ -86,6 +87,7 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
   );
   const ordering = resolveOrderingOption(options.ordering, where);
   const reply = resolveReply(options.reply, where);
+  const accept = resolveAccept(options.accept, reply, where);
   const lanes = resolveLanesOption(options.lanes, options.defaultLane, where);
   // A consumer with lanes runs one plan per lane, as ordering by key runs one per partition (and both, one per
   // partition of each lane): each lane's settings over the consumer's, its own queue, and no binding of its own
@@ -136,6 +138,7 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
         messageTypes,
         acceptedMajorVersions,
         maxPayloadBytes: module.maxPayloadBytes,
+        accept,
         retry,
         dedup: dedup ? { scope: queue } : undefined,
         reply,
@@ -201,6 +204,7 @@ function freeze(plan: ConsumerPlan): ConsumerPlan {
     plan.bindings,
     plan.messageTypes,
     plan.acceptedMajorVersions,
+    plan.accept,
     plan.queueArguments,
     plan.extraQueueArguments,
     plan.rateLimit,

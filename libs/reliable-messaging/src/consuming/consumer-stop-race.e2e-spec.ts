@@ -103,6 +103,7 @@ describe('a consumer stopped while it (re)subscribes', () => {
       messageTypes: [],
       acceptedMajorVersions: [1],
       maxPayloadBytes: options.maxPayloadBytes,
+      accept: ['envelope'],
       retry: new RetryPolicy(options.retry),
       reply: false,
       ordering: { mode: 'none' },

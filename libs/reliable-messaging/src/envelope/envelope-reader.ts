@@ -9,18 +9,28 @@ const MAX_ATTEMPT = 10_000;
 const DEFAULT_SCHEMA_VERSION = '1.0';
 
 /**
+ * What a message of another wire format implies where it lacks the envelope's properties: its message type, and
+ * a message id for when it carries no `message_id` (made only then).
+ */
+export interface ImpliedEnvelope {
+  type: string;
+  messageId: () => string;
+}
+
+/**
  * Reads and checks the envelope of a delivery. Required: a message type (the `type` property) and an
  * idempotency key (the `rm-idempotency-key` header, else the `message_id` property). Everything else has a
- * documented default. A header of the wrong shape is refused, so forged values never reach a handler.
+ * documented default. A header of the wrong shape is refused, so forged values never reach a handler. A message
+ * of another wire format (envelope/nest-rmq-packet.ts) gives its type and id as `implied`.
  */
-export function readEnvelope(message: ConsumeMessage): Envelope {
+export function readEnvelope(message: ConsumeMessage, implied?: ImpliedEnvelope): Envelope {
   const { properties } = message;
   const headers = (properties.headers ?? {}) as Record<string, unknown>;
 
-  const type = optionalText(properties.type, 'type');
+  const type = optionalText(properties.type, 'type') ?? implied?.type;
   if (!type) throw new InvalidMessageError('missing-header', "the 'type' property (message type) is missing");
 
-  const messageId = optionalText(properties.messageId, 'message_id');
+  const messageId = optionalText(properties.messageId, 'message_id') ?? implied?.messageId();
   const idempotencyKey = optionalText(headers[HEADERS.idempotencyKey], HEADERS.idempotencyKey) ?? messageId;
   if (!idempotencyKey) {
     throw new InvalidMessageError(

@@ -1,5 +1,5 @@
 import type { Message } from 'amqplib';
-import { uuidv7 } from './uuid-v7';
+import { bodyMessageId } from './body-message-id';
 import type { OutboundMessage } from './envelope';
 
 /**
@@ -7,7 +7,9 @@ import type { OutboundMessage } from './envelope';
  * a replay): the same body and properties (message id, type, content type and encoding, correlation id, app id,
  * timestamp, priority, and the reply-to address of a request, so that its retry can still answer) with the given
  * headers. The expiration of a request is not kept: a dead letter or a retry waiting in a delay level must not
- * vanish when its caller's timeout passes. A message without an id gets `fallbackMessageId`, else a new UUIDv7.
+ * vanish when its caller's timeout passes. A message without an id gets `fallbackMessageId` (the id its envelope
+ * was read with), else the id made from its body (envelope/body-message-id.ts): a copy made before the message was
+ * decoded, such as a redelivery checkpoint, must carry the id the decoder would give the original.
  */
 export function republish(
   message: Pick<Message, 'content' | 'properties'>,
@@ -21,7 +23,7 @@ export function republish(
     routingKey: target.routingKey,
     body: options.body ?? message.content,
     properties: {
-      messageId: text(properties.messageId) ?? options.fallbackMessageId ?? uuidv7(),
+      messageId: text(properties.messageId) ?? options.fallbackMessageId ?? bodyMessageId(message.content),
       type: text(properties.type),
       contentType: text(properties.contentType),
       contentEncoding: text(properties.contentEncoding),

@@ -12,6 +12,7 @@ export type InvalidMessageReason =
   | 'unsupported-schema-version'
   | 'unknown-message-type'
   | 'validation-failed'
+  | 'invalid-wire-format'
   | 'claim-check-missing'
   | 'claim-check-corrupt'
   | 'claim-check-forged'

@@ -5,6 +5,7 @@ import type { OrderingOption } from './ordering.options';
 import type { LanesOption } from './lane.options';
 import { RATE_LIMIT_OPTION_KEYS, type RateLimit } from './rate-limit.options';
 import { assertKnownKeys, optionKeys } from './known-keys';
+import type { WireFormat } from './wire-format';
 
 /** Options of `@Consume()`. Defaults come from the module's options where named. */
 export interface ConsumeOptions {
@@ -73,6 +74,15 @@ export interface ConsumeOptions {
    * is high), none on 3.x (docs/lanes.md). Set per lane in `lanes`. Default: none.
    */
   maxPriority?: number;
+  /**
+   * The wire formats this consumer reads, for a migration one service at a time (docs/migrating.md):
+   * `['envelope', 'nest-rmq']` also accepts a message in Nest's RMQ format (`ClientProxy.emit()` of
+   * @nestjs/microservices), read as the message type `pattern` with the payload `data`, so the consumer can move
+   * before its producers. A message without the `type` property is read as Nest's; every limit and check of the
+   * envelope applies to it. Must list `envelope`; a reply consumer takes no `nest-rmq` (Nest's `send()` waits for
+   * a reply in Nest's own format). Default: `['envelope']`.
+   */
+  accept?: WireFormat[];
 }
 
 /** Every key of `@Consume()`'s options, for the startup check that refuses a key it does not know. */
@@ -95,6 +105,7 @@ export const CONSUME_OPTION_KEYS = optionKeys<ConsumeOptions>({
   lanes: true,
   defaultLane: true,
   maxPriority: true,
+  accept: true,
 });
 
 const KEY_ORDERING_KEYS = optionKeys<Extract<OrderingOption, object>>({ by: true, partitions: true });

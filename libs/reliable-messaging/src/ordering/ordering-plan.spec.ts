@@ -39,6 +39,7 @@ function unordered(options: ConsumeOptions): ConsumerPlan {
     messageTypes: ['order.placed'],
     acceptedMajorVersions: [1],
     maxPayloadBytes: 262_144,
+    accept: ['envelope'],
     retry: new RetryPolicy(resolveRetryOptions(undefined)),
     reply: false,
     ordering: { mode: 'none' },

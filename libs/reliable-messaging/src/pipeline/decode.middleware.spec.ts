@@ -35,6 +35,7 @@ function consumer(overrides: Partial<DecodePlan> = {}): DecodePlan {
     messageTypes: ['order.placed'],
     acceptedMajorVersions: [1],
     maxPayloadBytes: MAX_BYTES,
+    accept: ['envelope'],
     ...overrides,
   };
 }
@@ -206,5 +207,138 @@ describe('decodeStage', () => {
     const target = delivery('{oops');
     await decode(target);
     expect(target.envelope?.messageId).toBe('m-1');
+  });
+
+  describe("with accept: ['envelope', 'nest-rmq']", () => {
+    const nestConsumer = consumer({ accept: ['envelope', 'nest-rmq'] });
+    /** A body as Nest's RMQ ClientProxy.emit() sends it: no type, no message id, no headers. */
+    const nest = (body: unknown, properties: Partial<MessageProperties> = {}) => {
+      const target = delivery(
+        body,
+        { type: undefined, messageId: undefined, contentType: undefined, ...properties },
+        nestConsumer,
+      );
+      target.raw.properties.headers = properties.headers ?? {};
+      return target;
+    };
+    const packet = { pattern: 'order.placed', data: VALID };
+
+    it("reads Nest's {pattern, data} body: the pattern as the type, data as the payload, an id from the body", async () => {
+      const first = nest(packet);
+      const again = nest(packet);
+
+      const result = await decode(first);
+      await decode(again);
+
+      expect(result.nextCalled).toBe(true);
+      expect(result.payload).toBeInstanceOf(OrderPlaced);
+      expect(result.payload).toEqual(VALID);
+      expect(first.envelope).toMatchObject({ type: 'order.placed', schemaVersion: '1.0' });
+      expect(first.envelope?.messageId).toMatch(/^sha256:[0-9a-f]{64}$/);
+      expect(first.envelope?.idempotencyKey).toBe(first.envelope?.messageId);
+      expect(again.envelope?.messageId).toBe(first.envelope?.messageId);
+    });
+
+    it('takes the message_id and timestamp properties when the producer set them', async () => {
+      const target = nest(packet, { messageId: 'nest-1', timestamp: 1_700_000_000 });
+      await decode(target);
+      expect(target.envelope).toMatchObject({
+        messageId: 'nest-1',
+        idempotencyKey: 'nest-1',
+        occurredAt: new Date(1_700_000_000_000),
+      });
+    });
+
+    it('takes the idempotency key from rm-idempotency-key when the producer set it', async () => {
+      const target = nest(packet, { headers: { [HEADERS.idempotencyKey]: 'order-placed:o-1' } });
+      await decode(target);
+      expect(target.envelope?.idempotencyKey).toBe('order-placed:o-1');
+      expect(target.envelope?.messageId).toMatch(/^sha256:/);
+    });
+
+    it('still reads the envelope of a message with the type property', async () => {
+      const target = delivery(VALID, {}, nestConsumer);
+      const result = await decode(target);
+      expect(result.nextCalled).toBe(true);
+      expect(target.envelope?.messageId).toBe('m-1');
+    });
+
+    it.each<[string, InboundDelivery, InvalidMessageReason, RegExp]>([
+      [
+        'another pattern',
+        nest({ pattern: 'order.cancelled', data: VALID }),
+        'unknown-message-type',
+        /pattern 'order\.cancelled' is not handled by OrderHandler\.onOrderPlaced \(accepts order\.placed\)/,
+      ],
+      [
+        'invalid data',
+        nest({ pattern: 'order.placed', data: { ...VALID, totalCents: 'many' } }),
+        'validation-failed',
+        /totalCents must be an integer number/,
+      ],
+      ['no data', nest({ pattern: 'order.placed' }), 'validation-failed', /body must be a JSON object/],
+      [
+        'a __proto__ key in data',
+        nest('{"pattern":"order.placed","data":{"__proto__":{"admin":true}}}'),
+        'forbidden-key',
+        /forbidden/,
+      ],
+      [
+        'a __proto__ key beside the pattern',
+        nest('{"pattern":"order.placed","__proto__":{"admin":true},"data":{}}'),
+        'forbidden-key',
+        /forbidden/,
+      ],
+      [
+        'a body over the size limit, before it is parsed',
+        nest({ pattern: 'order.placed', data: { ...VALID, note: 'x'.repeat(MAX_BYTES) } }),
+        'payload-too-large',
+        /above the limit of 1024/,
+      ],
+      ['a body that is not JSON', nest('{"pattern":'), 'malformed-json', /not valid JSON/],
+      ['a JSON array', nest([packet]), 'invalid-wire-format', /\{pattern, data\}/],
+      ['no pattern', nest({ data: VALID }), 'invalid-wire-format', /'pattern' must be a non-empty string/],
+      [
+        'an object pattern',
+        nest({ pattern: { cmd: 'place' }, data: VALID }),
+        'invalid-wire-format',
+        /'pattern' must be a non-empty string/,
+      ],
+      ['a key Nest does not write', nest({ ...packet, extra: 1 }), 'invalid-wire-format', /the key 'extra'/],
+      [
+        'a send() request, which waits for a reply in Nest format',
+        nest({ ...packet, id: 'r-1' }, { replyTo: 'amq.rabbitmq.reply-to', correlationId: 'r-1' }),
+        'invalid-wire-format',
+        /ClientProxy\.send\(\) request for 'order\.placed'/,
+      ],
+      [
+        'a malformed envelope header',
+        nest(packet, { headers: { [HEADERS.schemaVersion]: 'latest' } }),
+        'invalid-header',
+        /must look like '1\.0'/,
+      ],
+    ])('refuses %s without calling the handler', async (_what, target, reason, message) => {
+      const result = await decode(target);
+
+      expect(result.reason).toBe(reason);
+      expect(result.message).toMatch(message);
+      expect(result.nextCalled).toBe(false);
+    });
+
+    it('takes deeply nested data within the size limit without a crash, stripping what the class does not declare', async () => {
+      const depth = 400;
+      const deep = `${'['.repeat(depth)}${']'.repeat(depth)}`;
+      const body = `{"pattern":"order.placed","data":${JSON.stringify(VALID).slice(0, -1)},"deep":${deep}}}`;
+
+      const result = await decode(nest(body));
+
+      expect(result.nextCalled).toBe(true);
+      expect({ ...(result.payload as object) }).toEqual({ ...VALID, lines: [expect.any(OrderLine)] });
+    });
+
+    it("leaves Nest's format refused as missing-header on a consumer that does not accept it", async () => {
+      const result = await decode(delivery(packet, { type: undefined, messageId: undefined }));
+      expect(result.reason).toBe('missing-header');
+    });
   });
 });

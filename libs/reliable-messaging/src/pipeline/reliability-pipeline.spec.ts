@@ -11,6 +11,7 @@ const PLAN = {
   messageTypes: ['order.placed'],
   acceptedMajorVersions: [1],
   maxPayloadBytes: 262_144,
+  accept: ['envelope'],
   deadline: { deadlineMs: 30_000, limitMs: 1_790_000 },
   retry: new RetryPolicy(resolveRetryOptions(undefined)),
   ordering: { mode: 'none' },
