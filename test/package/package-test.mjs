@@ -3,8 +3,9 @@
 // compiles each under strict TypeScript and runs it against the real broker (and PostgreSQL):
 //   1. an ESM Nest 12 app with no database package: publishes a message and consumes it; its ESM Jest spec
 //      tests the handler with the testing module, in memory;
-//   2. a CommonJS Nest 11 app with TypeORM and pg: outbox (publish in a transaction, a rollback) and inbox (a
-//      duplicate skipped) against a database of its own; its CommonJS Jest spec tests the handler in memory;
+//   2. a CommonJS Nest 11 app with TypeORM, pg and Terminus 11: outbox (publish in a transaction, a rollback) and
+//      inbox (a duplicate skipped) against a database of its own, and the readiness check of /health; its
+//      CommonJS Jest spec tests the handler in memory;
 //   3. the admin package's CLI, run through npx from the installed package.
 // Each step prints its time; a failing step stops the run with its command and output.
 import { spawnSync } from 'node:child_process';
@@ -198,7 +199,7 @@ async function cjsApp(core) {
   console.log('CommonJS Nest 11 app, TypeORM and PostgreSQL:');
   const dir = appDir('cjs-app');
   step(
-    'npm install the core tarball, its peers, TypeORM and pg',
+    'npm install the core tarball, its peers, TypeORM, pg and Terminus',
     'npm',
     [
       ...NPM_INSTALL,
@@ -213,6 +214,7 @@ async function cjsApp(core) {
       'typeorm@^0.3',
       'pg',
       '@nestjs/typeorm@^11',
+      '@nestjs/terminus@^11',
     ],
     { cwd: dir },
   );

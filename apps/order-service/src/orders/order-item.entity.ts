@@ -1,6 +1,5 @@
 import { Column, Entity, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 import { bigintNumber } from '../database/bigint-number.transformer';
-import type { Order } from './order.entity';
 
 /** One line of an order. The unit price is integer cents. */
 @Entity({ name: 'order_items' })
@@ -21,7 +20,11 @@ export class OrderItem {
   @Column({ name: 'unit_price_cents', type: 'bigint', transformer: bigintNumber })
   unitPriceCents!: number;
 
-  @ManyToOne('Order', (order: Order) => order.items, { onDelete: 'CASCADE' })
+  /**
+   * The order this line belongs to, named by entity and property so that the two entities do not import each
+   * other; nothing reads it (the line's `orderId` is its key), TypeORM needs it as the inverse of `Order.items`.
+   */
+  @ManyToOne('Order', 'items', { onDelete: 'CASCADE' })
   @JoinColumn({ name: 'order_id' })
-  order!: Order;
+  order!: object;
 }

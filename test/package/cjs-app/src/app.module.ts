@@ -1,10 +1,12 @@
 import { Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { ReliableMessagingModule } from 'nestjs-reliable-messaging';
 import {
   RELIABLE_MESSAGING_ENTITIES,
   RELIABLE_MESSAGING_MIGRATIONS,
 } from 'nestjs-reliable-messaging/typeorm';
+import { ReliableMessagingHealthModule } from 'nestjs-reliable-messaging/health';
 import { DataSource } from 'typeorm';
 import { CreateShipments1767225700000, Shipment } from './shipment.entity';
 import { ShipmentBook, ShippingHandler } from './shipping.handler';
@@ -28,6 +30,8 @@ import { ShipmentBook, ShippingHandler } from './shipping.handler';
         outbox: { pollIntervalMs: 200 },
       }),
     }),
+    TerminusModule,
+    ReliableMessagingHealthModule,
   ],
   providers: [ShipmentBook, ShippingHandler],
 })

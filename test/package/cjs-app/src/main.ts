@@ -9,6 +9,8 @@ import {
   deliverExchangeName,
   delayLevelNames,
 } from 'nestjs-reliable-messaging/operations';
+import { HealthCheckService } from '@nestjs/terminus';
+import { MessagingHealth } from 'nestjs-reliable-messaging/health';
 import { DataSource } from 'typeorm';
 import { AppModule } from './app.module';
 import { OrderPlaced } from './order-placed';
@@ -50,20 +52,22 @@ async function main(): Promise<void> {
     await waitFor('both outbox rows marked published', async () => {
       return (await count(`SELECT count(*) AS n FROM rm_outbox WHERE status = 'published'`)) === 2;
     });
-    const found = {
+    const found: Record<string, unknown> = {
       applied: handler.applied,
       shipments: await count('SELECT count(*) AS n FROM shipments WHERE order_id = $1', order.orderId),
       inboxRows: await count(`SELECT count(*) AS n FROM rm_inbox WHERE consumer = $1`, SHIPPING_QUEUE),
       outboxRows: await count('SELECT count(*) AS n FROM rm_outbox'),
       published: await count(`SELECT count(*) AS n FROM rm_outbox WHERE status = 'published'`),
     };
-    const expected = { applied: 1, shipments: 1, inboxRows: 1, outboxRows: 2, published: 2 };
+    const readiness = await app.get(HealthCheckService).check(app.get(MessagingHealth).readiness());
+    found.ready = readiness.status;
+    const expected = { applied: 1, shipments: 1, inboxRows: 1, outboxRows: 2, published: 2, ready: 'ok' };
     if (JSON.stringify(found) !== JSON.stringify(expected)) {
       throw new Error(`expected ${JSON.stringify(expected)}, found ${JSON.stringify(found)}`);
     }
     console.log(
       `cjs-app: order ${order.orderId} published twice through the outbox, applied once (inbox), ` +
-        `the rolled-back one never written, in ${Date.now() - started} ms from startup`,
+        `the rolled-back one never written, readiness ok, in ${Date.now() - started} ms from startup`,
     );
   } finally {
     await app.close();
