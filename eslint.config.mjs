@@ -1,23 +1,25 @@
 // @ts-check
+import { readFileSync } from 'node:fs';
+import { URL } from 'node:url';
 import eslint from '@eslint/js';
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
 /**
- * The packages' entry points (their package.json `exports`, and tsconfig.json's `paths`): anything else under a
- * package's name is one of its internal files, which code outside the package must not import.
+ * The packages' entry points, read from their package.json `exports` (tsconfig.json's `paths` and Jest's
+ * moduleNameMapper map the same ones, test/package-entry-points.spec.ts checks): anything else under a package's
+ * name is one of its internal files, which code outside the package must not import.
  */
-const CORE_ENTRY_POINTS = [
-  'typeorm',
-  'testing',
-  'http',
-  'claim-check',
-  'microservices',
-  'operations',
-  'safe-json',
-  'health',
-];
-const ADMIN_ENTRY_POINTS = ['cli', 'typeorm'];
+function entryPoints(library) {
+  const manifest = JSON.parse(
+    readFileSync(new URL(`./libs/${library}/package.json`, import.meta.url), 'utf8'),
+  );
+  return Object.keys(manifest.exports)
+    .filter((key) => key !== '.' && key !== './package.json')
+    .map((key) => key.slice('./'.length));
+}
+const CORE_ENTRY_POINTS = entryPoints('reliable-messaging');
+const ADMIN_ENTRY_POINTS = entryPoints('reliable-messaging-admin');
 
 /** Imports of a package's internal files by name, refused everywhere. */
 const INTERNAL_FILES_BY_NAME = [

@@ -16,7 +16,10 @@ import { Registry } from 'prom-client';
 import { lastValueFrom } from 'rxjs';
 import { ReliableMessagingModule, type MessageContext } from 'nestjs-reliable-messaging';
 import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
-import { ReliableMessagingTransport } from 'nestjs-reliable-messaging/microservices';
+import {
+  ReliableMessagingMicroservicesModule,
+  ReliableMessagingTransport,
+} from 'nestjs-reliable-messaging/microservices';
 import { ConsumerRegistry } from 'nestjs-reliable-messaging/operations';
 import { installFaultPoints } from 'nestjs-reliable-messaging/testing';
 import { CapturingLogger, closeConnectionsNamed, queueCounts } from './support/messaging-app';
@@ -94,6 +97,7 @@ describe("Nest's RMQ wire format on a bridged queue (accept: ['envelope', 'nest-
           retry: { initialDelayMs: 100 },
           reconnect: { initialDelayMs: 100, maxDelayMs: 500 },
         }),
+        ReliableMessagingMicroservicesModule,
       ],
       controllers: [ShippingController],
     })

@@ -19,6 +19,7 @@ class Migrated {
   }
   async settlesNothing(event: { ack?: () => void }, ctx: { attempt: number }) {
     // The payload's own `ack` field, and a word like "acknowledged", are not a channel's.
+    // No ctx.getChannelRef().ack() here, nor /* channel.nack(message) */: a comment that names them is not a call.
     if (ctx.attempt > 1 && event.ack) event.ack();
     return 'acknowledged by the module';
   }
