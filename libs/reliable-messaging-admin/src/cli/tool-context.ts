@@ -11,6 +11,7 @@ import {
   ReliableMessagingModule,
   type ReliableMessagingModuleOptions,
 } from 'nestjs-reliable-messaging';
+import { errorMessage } from 'nestjs-reliable-messaging/operations';
 import type { DataSource } from 'typeorm';
 import { ReliableMessagingAdminModule } from '../reliable-messaging-admin.module';
 
@@ -106,7 +107,16 @@ export async function createToolContext(
 }
 
 async function openDataSource(url: string): Promise<DataSource> {
-  const { DataSource } = await import('typeorm');
-  const dataSource = new DataSource({ type: 'postgres', url, applicationName: 'dlq' });
+  let typeorm: typeof import('typeorm');
+  try {
+    typeorm = await import('typeorm');
+    await import('pg');
+  } catch (error) {
+    throw new Error(
+      `DATABASE_URL is set, which needs typeorm and pg beside the admin package: npm install typeorm pg (${errorMessage(error)})`,
+      { cause: error },
+    );
+  }
+  const dataSource = new typeorm.DataSource({ type: 'postgres', url, applicationName: 'dlq' });
   return dataSource.initialize();
 }

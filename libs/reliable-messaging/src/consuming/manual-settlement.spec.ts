@@ -14,8 +14,15 @@ class Migrated {
     this.channel?.nack(event);
   }
   async rejectsALocalChannel(event: unknown, ctx: { getArgs(): unknown[] }) {
-    const [, amqpChannel] = ctx.getArgs() as [unknown, { reject(m: unknown, requeue: boolean): void }];
-    amqpChannel.reject(event, false);
+    const [, channel] = ctx.getArgs() as [unknown, { reject(m: unknown, requeue: boolean): void }];
+    channel.reject(event, false);
+  }
+  async rejectsThroughItsOwnSalesChannel(
+    this: { salesChannel: { reject(m: unknown): void } },
+    order: unknown,
+  ) {
+    // An object of the app's own whose name contains "channel" is not the broker's.
+    this.salesChannel.reject(order);
   }
   async settlesNothing(event: { ack?: () => void }, ctx: { attempt: number }) {
     // The payload's own `ack` field, and a word like "acknowledged", are not a channel's.
@@ -35,7 +42,7 @@ describe('assertNoManualSettlement', () => {
   it.each([
     ['ctx.getChannelRef().ack(ctx.getMessage())', 'acksThroughTheContext', 'getChannelRef()'],
     ['this.channel?.nack(event)', 'nacksAKeptChannel', 'channel?.nack()'],
-    ['amqpChannel.reject(event, false)', 'rejectsALocalChannel', 'amqpChannel.reject()'],
+    ['channel.reject(event, false)', 'rejectsALocalChannel', 'channel.reject()'],
   ])('refuses a handler that calls %s, naming it and what to remove', (_call, method, found) => {
     let thrown: unknown;
     try {
@@ -52,6 +59,7 @@ describe('assertNoManualSettlement', () => {
 
   it('accepts a handler that leaves settling to the module, and anything that is not a function', () => {
     expect(() => assertNoManualSettlement(methodOf('settlesNothing'), where)).not.toThrow();
+    expect(() => assertNoManualSettlement(methodOf('rejectsThroughItsOwnSalesChannel'), where)).not.toThrow();
     expect(() => assertNoManualSettlement(undefined, where)).not.toThrow();
   });
 });

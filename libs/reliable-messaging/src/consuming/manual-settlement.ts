@@ -1,11 +1,13 @@
 import { ConfigurationError } from '../errors/configuration.error';
 
 /**
- * What a handler written for Nest's RMQ transport settles its message with: `ctx.getChannelRef()`, or a
- * channel's `ack`, `nack` or `reject` (`channel.ack(message)`, `this.channel?.nack(...)`).
+ * What a handler written for Nest's RMQ transport settles its message with: `ctx.getChannelRef()`, or `ack`,
+ * `nack` or `reject` on a variable or property named `channel` (`channel.ack(message)`, `this.channel?.nack(...)`).
+ * Only that name: an object of the app's own whose name merely contains it (`this.salesChannel.reject(order)`)
+ * is not refused, and a call through another name is still refused when it runs.
  */
 const MANUAL_SETTLEMENT =
-  /\bgetChannelRef\s*\(|\b\w*channel\w*\s*\??\.\s*(?:ack|nack|reject|ackAll|nackAll)\s*\(/i;
+  /\bgetChannelRef\s*\(|\b(?:channel|channelRef)\s*\??\.\s*(?:ack|nack|reject|ackAll|nackAll)\s*\(/;
 
 /**
  * Refuses, at startup, a handler whose own code settles its message by hand: the module acks after the handler

@@ -41,4 +41,12 @@ describe('republish', () => {
     expect(copy.properties.messageId).toBe(readNestRmqPacket(nest, nest.content).envelope.messageId);
     expect(republish(nest, TARGET, {}).properties.messageId).toBe(copy.properties.messageId);
   });
+
+  it("gives an envelope-shaped message without an id (it has a type) a new id, never its body's: two such messages with one body stay two", () => {
+    const first = republish(message('{"orderId":"o-1"}', { type: 'order.placed' }), TARGET, {});
+    const second = republish(message('{"orderId":"o-1"}', { type: 'order.placed' }), TARGET, {});
+
+    expect(first.properties.messageId).not.toBe(bodyMessageId(Buffer.from('{"orderId":"o-1"}')));
+    expect(first.properties.messageId).not.toBe(second.properties.messageId);
+  });
 });

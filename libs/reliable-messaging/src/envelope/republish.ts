@@ -1,5 +1,6 @@
 import type { Message } from 'amqplib';
 import { bodyMessageId } from './body-message-id';
+import { uuidv7 } from './uuid-v7';
 import type { OutboundMessage } from './envelope';
 
 /**
@@ -8,8 +9,10 @@ import type { OutboundMessage } from './envelope';
  * timestamp, priority, and the reply-to address of a request, so that its retry can still answer) with the given
  * headers. The expiration of a request is not kept: a dead letter or a retry waiting in a delay level must not
  * vanish when its caller's timeout passes. A message without an id gets `fallbackMessageId` (the id its envelope
- * was read with), else the id made from its body (envelope/body-message-id.ts): a copy made before the message was
- * decoded, such as a redelivery checkpoint, must carry the id the decoder would give the original.
+ * was read with). Else a message in Nest's shape (no `type`) gets the id made from its body
+ * (envelope/body-message-id.ts), since a copy made before it was decoded, such as a redelivery checkpoint, must
+ * carry the id the decoder would give the original; any other message gets a new id, so two distinct messages
+ * with the same body never share one.
  */
 export function republish(
   message: Pick<Message, 'content' | 'properties'>,
@@ -23,7 +26,10 @@ export function republish(
     routingKey: target.routingKey,
     body: options.body ?? message.content,
     properties: {
-      messageId: text(properties.messageId) ?? options.fallbackMessageId ?? bodyMessageId(message.content),
+      messageId:
+        text(properties.messageId) ??
+        options.fallbackMessageId ??
+        (text(properties.type) === undefined ? bodyMessageId(message.content) : uuidv7()),
       type: text(properties.type),
       contentType: text(properties.contentType),
       contentEncoding: text(properties.contentEncoding),

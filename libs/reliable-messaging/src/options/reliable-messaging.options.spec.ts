@@ -189,11 +189,6 @@ describe('resolveOptions', () => {
       'ReliableMessagingModule: unknown option `reconnect.maxDelay`; did you mean `reconnect.maxDelayMs`?',
     ],
     [
-      'a misspelt tls option',
-      { urls: URL, tls: { rejectUnauthorised: false } },
-      'ReliableMessagingModule: unknown option `tls.rejectUnauthorised`; did you mean `tls.rejectUnauthorized`?',
-    ],
-    [
       'a misspelt outbox option',
       { urls: URL, outbox: { batchSise: 100 } },
       'ReliableMessagingModule: unknown option `outbox.batchSise`; did you mean `outbox.batchSize`?',
@@ -225,6 +220,11 @@ describe('resolveOptions', () => {
     ],
   ])('refuses %s at startup, naming the nearest known option', (_what, options, message) => {
     expect(failure(options as Partial<ReliableMessagingModuleOptions>)).toContain(message);
+  });
+
+  it('leaves tls to Node: its other connection options (minVersion, pfx, ...) go to the socket as they did', () => {
+    const tls = { ca: 'ca', minVersion: 'TLSv1.3' } as ReliableMessagingModuleOptions['tls'];
+    expect(() => resolveOptions({ urls: URL, tls })).not.toThrow();
   });
 
   it('accepts every documented option, nested ones included', () => {
