@@ -44,6 +44,11 @@ export { HEADERS } from './reliable-messaging.constants';
 export { RMQ_CONTEXT_TYPE } from './reliable-messaging.constants';
 /** Discards a message that is not newer than the state a handler holds, and counts the discard. */
 export { VersionGuard, type VersionCheck } from './ordering/version-guard.service';
+/**
+ * A text without the credentials it quotes (URL userinfo, `password=`-style values, `Authorization` values): what
+ * the module applies to every error text it logs or writes into a header, for the app's own logs.
+ */
+export { scrubCredentials } from './util/scrub-credentials';
 
 /** The injectable publisher: `publish()` in the caller's transaction (outbox) or with a broker confirm. */
 export { MessagePublisher, type PublishReceipt } from './publishing/message-publisher.service';

@@ -67,6 +67,21 @@ describe('loadAppConfig', () => {
     ['SHUTDOWN_TIMEOUT_MS', '0', "SHUTDOWN_TIMEOUT_MS must be an integer from 1 to 3600000; got '0'"],
     ['HANDLER_DEADLINE_MS', '10', "HANDLER_DEADLINE_MS must be an integer from 100 to 3600000; got '10'"],
     ['RECEIPT_URL', 'ftp://x', "RECEIPT_URL must be an http:// or https:// URL; got 'ftp://x'"],
+    [
+      'RECEIPT_URL',
+      'ftp://user:s3cret@x',
+      "RECEIPT_URL must be an http:// or https:// URL; got 'ftp://***@x'",
+    ],
+    [
+      'RECEIPT_URL',
+      'https://user:s3cret@receipts.example.com',
+      'RECEIPT_URL must not hold credentials (user:password@): give the receipt service its credentials in a header from a secret, not in the URL',
+    ],
+    [
+      'RECEIPT_URL',
+      'https://token@receipts.example.com',
+      'RECEIPT_URL must not hold credentials (user:password@): give the receipt service its credentials in a header from a secret, not in the URL',
+    ],
     ['RECONNECT_MAX_DELAY_MS', '0', "RECONNECT_MAX_DELAY_MS must be an integer from 1 to 600000; got '0'"],
     [
       'IDEMPOTENCY_KEY_TTL_MS',

@@ -1,3 +1,4 @@
+import { scrubCredentials } from 'nestjs-reliable-messaging';
 import { messagingNames, type MessagingNames } from './messaging-names';
 
 /** The order service's configuration, read from the environment once at startup. */
@@ -29,8 +30,8 @@ export interface AppConfig {
   /** The receipt service. */
   receipt: {
     /**
-     * `RECEIPT_URL`: base URL of an HTTP receipt service (`POST <url>/receipts`); unset, the app uses its
-     * in-process stand-in. Default: unset.
+     * `RECEIPT_URL`: base URL of an HTTP receipt service (`POST <url>/receipts`), without credentials (a
+     * `user:password@` is refused at startup); unset, the app uses its in-process stand-in. Default: unset.
      */
     url?: string;
     /** `RECEIPT_LATENCY_MS` (the stand-in only): mean latency of a call; each call takes 0.5 to 1.5 times this. Default: 20. */
@@ -233,7 +234,15 @@ function readReceiptUrl(env: NodeJS.ProcessEnv): { url?: string } {
     protocol = undefined;
   }
   if (protocol !== 'http:' && protocol !== 'https:') {
-    throw new Error(`RECEIPT_URL must be an http:// or https:// URL; got '${text}'`);
+    throw new Error(`RECEIPT_URL must be an http:// or https:// URL; got '${scrubCredentials(text)}'`);
+  }
+  // fetch refuses a URL with a user or password in it, with an error quoting the URL: every receipt would fail
+  // and put the password into logs and dead letters. Refused here, at startup, without echoing the value.
+  const { username, password } = new URL(text);
+  if (username !== '' || password !== '') {
+    throw new Error(
+      'RECEIPT_URL must not hold credentials (user:password@): give the receipt service its credentials in a header from a secret, not in the URL',
+    );
   }
   return { url: text.replace(/\/+$/, '') };
 }

@@ -165,7 +165,7 @@ export abstract class AmqpConnection extends EventEmitter {
           resolve();
         }),
       );
-      model.on('error', (error: Error) => this.logger.warn(`${label}: ${error.message}`));
+      model.on('error', (error: Error) => this.logger.warn(`${label}: ${errorMessage(error)}`));
       model.on('blocked', (reason: string) => {
         this.setBlocked(true);
         this.logger.warn(`${label}: the broker blocks it (${reason}); publishing waits`);

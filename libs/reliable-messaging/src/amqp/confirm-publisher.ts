@@ -278,8 +278,8 @@ export class ConfirmPublisher {
     this.opening ??= (async () => {
       const channel = await model.createConfirmChannel();
       channel.on('error', (error: Error) => {
-        this.closeReasons.set(channel, error.message);
-        this.logger.warn(`publisher channel error: ${error.message}`);
+        this.closeReasons.set(channel, errorMessage(error));
+        this.logger.warn(`publisher channel error: ${errorMessage(error)}`);
       });
       channel.on('return', (returned: Message) => this.onReturn(returned));
       channel.once('close', () => {

@@ -168,7 +168,7 @@ export class ConsumerRunner {
     this.channel = channel;
     this.acks = new AckBatcher(channel);
     channel.on('error', (error: Error) =>
-      this.logger.warn(`${this.definition.name}: channel error: ${error.message}`),
+      this.logger.warn(`${this.definition.name}: channel error: ${errorMessage(error)}`),
     );
     channel.once('close', () => this.onChannelClosed(channel));
     await channel.prefetch(this.definition.prefetch);

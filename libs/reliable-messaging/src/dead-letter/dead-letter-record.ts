@@ -1,5 +1,6 @@
 import type { Message } from 'amqplib';
 import { DEAD_LETTER_HEADERS, HEADERS } from '../reliable-messaging.constants';
+import { scrubCredentials } from '../util/scrub-credentials';
 import { consumerQueueOf } from './dead-letter-queue';
 
 /**
@@ -59,6 +60,11 @@ export function readDeadLetter(
   const headers = (message.properties.headers ?? {}) as Record<string, unknown>;
   const death = lastDeath(headers);
   const h = (name: string) => text(headers[name]);
+  // Dead letters written before error texts were scrubbed, or by another publisher, may still quote a password.
+  const scrubbed = (name: string) => {
+    const value = h(name);
+    return value === undefined ? undefined : scrubCredentials(value);
+  };
   return {
     deadLetterQueue,
     queue: h(DEAD_LETTER_HEADERS.queue) ?? text(death?.queue) ?? consumerQueueOf(deadLetterQueue),
@@ -69,8 +75,8 @@ export function readDeadLetter(
     correlationId: text(message.properties.correlationId) ?? text(message.properties.messageId),
     reason: h(DEAD_LETTER_HEADERS.reason) ?? text(death?.reason) ?? 'unknown',
     errorClass: h(DEAD_LETTER_HEADERS.errorClass),
-    errorMessage: h(DEAD_LETTER_HEADERS.errorMessage),
-    errorStack: h(DEAD_LETTER_HEADERS.errorStack),
+    errorMessage: scrubbed(DEAD_LETTER_HEADERS.errorMessage),
+    errorStack: scrubbed(DEAD_LETTER_HEADERS.errorStack),
     handler: h(DEAD_LETTER_HEADERS.handler),
     host: h(DEAD_LETTER_HEADERS.host),
     exchange: h(DEAD_LETTER_HEADERS.exchange) ?? text(death?.exchange),

@@ -10,6 +10,7 @@ import { readAttempt } from '../envelope/envelope-reader';
 import { republish } from '../envelope/republish';
 import { InvalidMessageError } from '../errors/invalid-message.error';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
+import { errorMessage, errorStack } from '../util/error-text';
 
 const MAX_STACK_LENGTH = 2000;
 const MAX_MESSAGE_LENGTH = 1000;
@@ -53,8 +54,9 @@ export class DeadLetterService {
       [DEAD_LETTER_HEADERS.reason]:
         reason ?? (error instanceof InvalidMessageError ? error.reason : 'non-retryable'),
       [DEAD_LETTER_HEADERS.errorClass]: errorClassName(failure),
-      [DEAD_LETTER_HEADERS.errorMessage]: failure.message.slice(0, MAX_MESSAGE_LENGTH),
-      [DEAD_LETTER_HEADERS.errorStack]: (failure.stack ?? '').slice(0, MAX_STACK_LENGTH),
+      // Scrubbed before they are cut, so that a cut never leaves half a password that the scrubber missed.
+      [DEAD_LETTER_HEADERS.errorMessage]: errorMessage(failure).slice(0, MAX_MESSAGE_LENGTH),
+      [DEAD_LETTER_HEADERS.errorStack]: errorStack(failure).slice(0, MAX_STACK_LENGTH),
       [DEAD_LETTER_HEADERS.queue]: consumer.queue,
       [DEAD_LETTER_HEADERS.exchange]: exchange,
       [DEAD_LETTER_HEADERS.routingKey]: routingKey,

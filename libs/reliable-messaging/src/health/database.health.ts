@@ -3,8 +3,8 @@ import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/term
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { DatabaseAvailability } from '../database/database-availability.service';
-import { errorMessage } from '../util/error-text';
 import { withTimeout } from '../util/with-timeout';
+import { describeFailure } from './failure-description';
 
 /**
  * The `dataSource` that holds the outbox and inbox: down while the module knows it to be unavailable (its
@@ -44,7 +44,7 @@ export class DatabaseHealthIndicator {
       await withTimeout(dataSource.query('SELECT 1'), this.options.probeTimeoutMs, 'the database');
       return indicator.up();
     } catch (error) {
-      return indicator.down({ message: errorMessage(error) });
+      return indicator.down({ message: describeFailure('database', error) });
     }
   }
 }

@@ -3,8 +3,8 @@ import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/term
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { OutboxMonitor } from '../outbox/outbox-monitor.service';
-import { errorMessage } from '../util/error-text';
 import { withTimeout } from '../util/with-timeout';
+import { describeFailure } from './failure-description';
 
 /** Seconds the oldest unpublished outbox row may wait before the outbox reports degraded. */
 export const DEFAULT_OUTBOX_MAX_AGE_SECONDS = 60;
@@ -41,7 +41,7 @@ export class OutboxHealthIndicator {
         'the outbox backlog query',
       );
     } catch (error) {
-      return indicator.down({ message: errorMessage(error) });
+      return indicator.down({ message: `outbox backlog unreadable: ${describeFailure('database', error)}` });
     }
     const data = {
       pending: backlog.pending,

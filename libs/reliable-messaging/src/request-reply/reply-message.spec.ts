@@ -55,6 +55,18 @@ describe('buildReply and readReply', () => {
     });
   });
 
+  it("send a handler's error without the credentials its message quotes", () => {
+    const { reply } = roundTrip({
+      ok: false,
+      error: new TypeError('fetch failed for https://user:s3cret@prices.example.com/quote?token=s3cret'),
+    });
+
+    expect(JSON.parse(reply.body.toString())).toEqual({
+      name: 'TypeError',
+      message: 'fetch failed for https://***@prices.example.com/quote?token=***',
+    });
+  });
+
   it('answer a value JSON cannot encode with an error saying so', () => {
     const cycle: Record<string, unknown> = {};
     cycle.self = cycle;

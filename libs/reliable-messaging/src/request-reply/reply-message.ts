@@ -4,6 +4,7 @@ import type { OutboundMessage } from '../envelope/envelope';
 import { parseJsonBody } from '../envelope/safe-json';
 import { RemoteHandlerError } from '../errors/remote-handler.error';
 import { JSON_CONTENT_TYPE } from '../reliable-messaging.constants';
+import { errorMessage } from '../util/error-text';
 
 /**
  * RabbitMQ's direct reply-to pseudo-queue: a caller consumes it (no-ack) on a channel and publishes its
@@ -89,6 +90,5 @@ export function readReply(reply: Pick<Message, 'content' | 'properties'>, messag
 }
 
 function describeError(error: unknown): { name: string; message: string } {
-  if (error instanceof Error) return { name: error.name, message: error.message };
-  return { name: 'Error', message: String(error) };
+  return { name: error instanceof Error ? error.name : 'Error', message: errorMessage(error) };
 }

@@ -104,8 +104,8 @@ export class RequestChannel {
     const opened: ReplyChannel = { channel, pending };
     let closeReason: string | undefined;
     channel.on('error', (error: Error) => {
-      closeReason = error.message;
-      this.logger.warn(`request channel error: ${error.message}`);
+      closeReason = errorMessage(error);
+      this.logger.warn(`request channel error: ${closeReason}`);
     });
     channel.on('return', (returned: Message) => this.onReturn(pending, returned));
     channel.once('close', () => {

@@ -1,3 +1,8 @@
+/** The error of {@link withTimeout}: its message is the module's own words, naming what did not answer. */
+export class TimeoutError extends Error {
+  override readonly name = 'TimeoutError';
+}
+
 /**
  * Resolves as `work` does, or rejects with an error naming `what` when it takes longer than `ms`.
  *
@@ -8,7 +13,7 @@
 export async function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new TimeoutError(`${what} did not answer within ${ms} ms`)), ms);
   });
   try {
     return await Promise.race([work, timeout]);
