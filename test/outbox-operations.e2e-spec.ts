@@ -6,6 +6,7 @@ import { Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { MessagePublisher, ReliableMessagingModule } from 'nestjs-reliable-messaging';
 import { DeadLetterAdminModule } from 'nestjs-reliable-messaging-admin';
+import { OutboxStore } from 'nestjs-reliable-messaging/operations';
 import { runDeadLetterCli } from 'nestjs-reliable-messaging-admin/cli';
 import { outboxRows, type MessagingDatabase, type OutboxRowView } from './support/messaging-database';
 import { outboxSetup, type OutboxSetup } from './support/outbox-setup';
@@ -298,5 +299,38 @@ describe('parked outbox rows: list, show, retry in key order, discard, from the 
       ['outbox-discard', 'token:ops', 'completed', [stray.messageId]],
       ['outbox-retry', 'token:ops', 'failed', []],
     ]);
+  });
+
+  it('a row id past the bigint range: 400 from the admin API and a usage error from the command line, never a failed query', async () => {
+    const auditsBefore = (await audits()).length;
+    const tooLarge = '9223372036854775808';
+    const twentyDigits = '99999999999999999999';
+
+    for (const id of [tooLarge, twentyDigits, '0']) {
+      const shown = await call('GET', `rows/${id}`);
+      expect(shown.status).toBe(400);
+      expect(shown.json.message).toBe(
+        `'${id}' is not an outbox row id: row ids run from 1 to 9223372036854775807`,
+      );
+    }
+    expect(await call('GET', `rows?ids=1,${twentyDigits}`)).toMatchObject({ status: 400 });
+    expect(await call('POST', 'retry', { ids: [tooLarge] })).toMatchObject({
+      status: 400,
+      json: { message: expect.stringContaining('is not an outbox row id') },
+    });
+    expect(await call('POST', 'discard', { ids: [twentyDigits], confirm: true })).toMatchObject({
+      status: 400,
+    });
+    expect((await call('GET', 'rows/9223372036854775807')).status).toBe(404);
+
+    const cli = await dlq(['outbox', 'show', twentyDigits]);
+    expect(cli).toMatchObject({ code: 2, stderr: expect.stringContaining('is not an outbox row id') });
+    expect(await dlq(['outbox', 'retry', tooLarge])).toMatchObject({ code: 2 });
+
+    // The store itself reads such an id as no row id at all, for any other caller.
+    await expect(
+      app.get(OutboxStore, { strict: false }).findParked({ ids: [tooLarge, twentyDigits] }, 10),
+    ).resolves.toEqual([]);
+    expect((await audits()).length).toBe(auditsBefore);
   });
 });

@@ -63,6 +63,8 @@ export { withoutBrokerHeaders } from './envelope/broker-headers';
 export { uuidv7 } from './envelope/uuid-v7';
 /** The outbox table's queries; `findParked`, `resumeParked` and `discardParked` act on the rows the relay parked. */
 export { OutboxStore, type MovedRow, type StoredParkedRow } from './outbox/outbox-store.service';
+/** Whether a text names an outbox row id (1 to the `bigint` maximum), as the admin tools check ids. */
+export { isOutboxRowId, MAX_OUTBOX_ROW_ID } from './outbox/outbox-row-id';
 /** Reads a claim-checked body back from its store, as consumers do. */
 export { ClaimCheckReader } from './claim-check/claim-check-reader.service';
 /** The dead letters' own copies of claim-checked bodies; `discardCopyOf` deletes a purged or replayed dead letter's copy. */

@@ -34,9 +34,24 @@ describe('parseOutboxFilter', () => {
     ['a malformed time', { since: 'yesterday' }, "'since' must be an ISO 8601 time"],
     ['a window that ends before it starts', { since: '1h', until: '2h' }, "'since' must be earlier"],
     ['a type that is not a string', { type: 3 }, "'type' must be a string"],
+    [
+      'a row id above the bigint maximum',
+      { ids: ['9223372036854775808'] },
+      "'9223372036854775808' is not an outbox row id: row ids run from 1 to 9223372036854775807",
+    ],
+    ['a row id of twenty digits', { ids: ['1', '99999999999999999999'] }, 'is not an outbox row id'],
+    ['row id 0', { ids: ['0'] }, "'0' is not an outbox row id"],
   ])('refuses %s', (_what, input, message) => {
     expect(() => parseOutboxFilter(input, NOW)).toThrow(InvalidDeadLetterQueryError);
     expect(() => parseOutboxFilter(input, NOW)).toThrow(message);
+  });
+
+  it('takes the largest bigint as a row id, and text that is not all digits as a message id', () => {
+    expect(parseOutboxFilter({ ids: ['9223372036854775807', '0042', 'msg-1'] }).ids).toEqual([
+      '9223372036854775807',
+      '0042',
+      'msg-1',
+    ]);
   });
 
   it('counts an empty filter as no selection, and any field as one', () => {

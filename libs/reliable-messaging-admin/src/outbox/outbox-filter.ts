@@ -1,3 +1,4 @@
+import { isOutboxRowId, MAX_OUTBOX_ROW_ID } from 'nestjs-reliable-messaging/operations';
 import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
 import { parseTime } from '../dead-letter/dead-letter-filter';
 
@@ -47,6 +48,7 @@ export function parseOutboxFilter(input: OutboxFilterInput, now: number = Date.n
         `'ids' must be a list of 1 to ${MAX_IDS} outbox row ids or message ids`,
       );
     }
+    for (const id of ids as string[]) checkOutboxId(id);
     filter.ids = ids as string[];
   }
   for (const field of ['type', 'orderingKey', 'text'] as const) {
@@ -61,6 +63,18 @@ export function parseOutboxFilter(input: OutboxFilterInput, now: number = Date.n
     throw new InvalidDeadLetterQueryError("'since' must be earlier than 'until'");
   }
   return filter;
+}
+
+/**
+ * Refuses an id of digits that no outbox row can have (0, or above the `bigint` maximum), which would otherwise
+ * fail the whole query. Any other text may be a message id.
+ */
+export function checkOutboxId(id: string): void {
+  if (/^\d+$/.test(id) && !isOutboxRowId(id)) {
+    throw new InvalidDeadLetterQueryError(
+      `'${id.length > 40 ? `${id.slice(0, 40)}...` : id}' is not an outbox row id: row ids run from 1 to ${MAX_OUTBOX_ROW_ID}`,
+    );
+  }
 }
 
 /** Whether the filter selects something narrower than every parked row. */

@@ -13,7 +13,7 @@ import { checkLimit, describeSelection } from '../dead-letter/dead-letter-select
 import { EmptySelectionError } from '../errors/empty-selection.error';
 import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
 import { OutboxRowNotFoundError } from '../errors/outbox-row-not-found.error';
-import type { OutboxFilter } from './outbox-filter';
+import { checkOutboxId, type OutboxFilter } from './outbox-filter';
 import { requireOutboxSelection, type OutboxSelection } from './outbox-selection';
 import type {
   OutboxListResult,
@@ -52,6 +52,7 @@ export class OutboxOperations {
   /** One parked row in full, by its row id or its message id. */
   async show(id: string): Promise<ParkedOutboxRowDetail> {
     this.requireOutbox();
+    checkOutboxId(id);
     const [row] = await this.store.findParked({ ids: [id] }, 1);
     if (!row) throw new OutboxRowNotFoundError(id);
     const text = decodeText(row.body);

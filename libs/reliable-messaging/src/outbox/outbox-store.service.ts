@@ -4,6 +4,7 @@ import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import type { OutboundMessage, OutboundProperties } from '../envelope/envelope';
 import { preparedQuery } from '../database/prepared-query';
+import { isOutboxRowId } from './outbox-row-id';
 
 /** The channel relays LISTEN on; processes that write rows but don't relay NOTIFY it after their commits. */
 export const OUTBOX_CHANNEL = 'rm_outbox';
@@ -292,8 +293,7 @@ export class OutboxStore {
       // The ids come from the database's own bigint column; checked anyway, since they are written into the SQL
       // so that the marks and the commit travel in one round trip.
       const ids = outcomes.map((o) => o.id);
-      if (!ids.every((id) => /^\d{1,19}$/.test(id)))
-        throw new Error(`unexpected outbox row id in ${ids.join(',')}`);
+      if (!ids.every(isOutboxRowId)) throw new Error(`unexpected outbox row id in ${ids.join(',')}`);
       await runner.query(
         `UPDATE "rm_outbox" SET "status" = 'published', "published_at" = now() ` +
           `WHERE "id" = ANY('{${ids.join(',')}}'::bigint[]); COMMIT`,
@@ -396,7 +396,7 @@ export class OutboxStore {
       where.push(clause(`$${values.length}`));
     };
     if (filter.ids) {
-      const rowIds = filter.ids.filter((id) => /^\d{1,19}$/.test(id));
+      const rowIds = filter.ids.filter(isOutboxRowId);
       add(
         (at) =>
           `(o."id" = ANY(${at}::bigint[]) OR o."message_id"::text = ANY($${values.length + 1}::text[]))`,
