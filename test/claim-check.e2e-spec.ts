@@ -430,8 +430,8 @@ describe.each(CASES)('the claim check on the $kind store', (storeCase) => {
       const answered: unknown[] = [];
       const query = dataSource.manager.query.bind(dataSource.manager);
       dataSource.manager.query = (async (sql: string, parameters?: unknown[]) => {
-        const rows = await query(sql, parameters);
-        answered.push(...(rows as unknown[]));
+        const rows = await query<unknown[]>(sql, parameters);
+        answered.push(...rows);
         return rows;
       }) as typeof dataSource.manager.query;
       const reader = new PostgresClaimCheckStore(dataSource);
