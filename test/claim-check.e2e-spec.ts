@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -370,6 +370,86 @@ describe.each(CASES)('the claim check on the $kind store', (storeCase) => {
     expect(letter.reason).toBe('claim-check-corrupt');
     expect(handler.seen('corrupt-1')).toEqual([]);
   });
+
+  it('dead-letters a reference to a stored body larger than it declares as claim-check-corrupt at once, the body unread', async () => {
+    const info = { id: uuidV7(), expiresAt: new Date(Date.now() + 3_600_000), messageType: 'document.filed' };
+    const reference = store.referenceFor(info);
+    await store.put(store.locate(reference)!, Buffer.alloc(CLAIM_LIMIT - 1, 120), info);
+    await publishReference('oversized-1', {
+      [HEADERS.claimCheck]: reference,
+      [HEADERS.claimCheckBytes]: 10,
+      [HEADERS.claimCheckSha256]: sha256('0123456789'),
+    });
+
+    const letter = await deadLetterOf('oversized-1');
+    expect(letter).toMatchObject({ reason: 'claim-check-corrupt', attempts: 1 });
+    expect(letter.errorMessage).toContain(
+      `holds ${CLAIM_LIMIT - 1} bytes where the message declares 10; the body was not read`,
+    );
+    expect(handler.seen('oversized-1')).toEqual([]);
+  });
+
+  if (storeCase.kind === 'filesystem') {
+    it.each([
+      ['a symbolic link to a file outside the store', 'link'],
+      ['a directory', 'directory'],
+    ])(
+      'dead-letters a reference whose name in the store is %s as claim-check-unreadable at once, never an outage',
+      async (_what, entry) => {
+        const id = `unreadable-${entry}`;
+        const body = Buffer.from(JSON.stringify({ id, text: 'read through a link' }));
+        const info = {
+          id: uuidV7(),
+          expiresAt: new Date(Date.now() + 3_600_000),
+          messageType: 'document.filed',
+        };
+        const reference = store.referenceFor(info);
+        const path = join(directory, 'bodies', store.locate(reference)!);
+        if (entry === 'link') {
+          await writeFile(join(directory, `${id}.json`), body);
+          await symlink(join(directory, `${id}.json`), path);
+        } else {
+          await mkdir(path);
+        }
+        await publishReference(id, {
+          [HEADERS.claimCheck]: reference,
+          [HEADERS.claimCheckBytes]: body.length,
+          [HEADERS.claimCheckSha256]: sha256(body),
+        });
+
+        const letter = await deadLetterOf(id);
+        expect(letter).toMatchObject({ reason: 'claim-check-unreadable', attempts: 1 });
+        expect(handler.seen(id)).toEqual([]);
+      },
+    );
+  }
+
+  if (storeCase.kind === 'postgres') {
+    it('reads the size of a PostgreSQL body first: a row of another size answers without its body', async () => {
+      const dataSource = await db.connect(1);
+      const answered: unknown[] = [];
+      const query = dataSource.manager.query.bind(dataSource.manager);
+      dataSource.manager.query = (async (sql: string, parameters?: unknown[]) => {
+        const rows = await query<unknown[]>(sql, parameters);
+        answered.push(...rows);
+        return rows;
+      }) as typeof dataSource.manager.query;
+      const reader = new PostgresClaimCheckStore(dataSource);
+      const info = {
+        id: uuidV7(),
+        expiresAt: new Date(Date.now() + 3_600_000),
+        messageType: 'document.filed',
+      };
+      await reader.put(info.id, Buffer.alloc(4 * 1024 * 1024, 120), info);
+      answered.length = 0;
+
+      await expect(reader.get(info.id, 10)).rejects.toThrow(
+        'claim-check-corrupt: the postgres claim-check store holds 4194304 bytes where the message declares 10',
+      );
+      expect(answered).toEqual([{ bytes: 4194304, body: null }]);
+      expect((await reader.get(info.id, 4 * 1024 * 1024))?.length).toBe(4 * 1024 * 1024);
+    });
+  }
 
   it('replays a claim-checked dead letter from the admin operations, and the handler gets the whole body', async () => {
     const text = largeText(32 * 1024);

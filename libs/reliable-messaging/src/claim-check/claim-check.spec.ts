@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import type { DataSource } from 'typeorm';
 import { MessageType } from '../decorators/message-type.decorator';
@@ -5,7 +6,12 @@ import { ConfigurationError } from '../errors/configuration.error';
 import { PayloadTooLargeError } from '../errors/publish.error';
 import { HEADERS } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
-import { resolveClaimCheckOptions, type ClaimCheckOptions } from '../options/claim-check.options';
+import {
+  resolveClaimCheckOptions,
+  type ClaimCheckOptions,
+  type ClaimCheckStore,
+} from '../options/claim-check.options';
+import { ClaimCheckReader } from './claim-check-reader.service';
 import { ClaimCheckWriter } from './claim-check-writer.service';
 import { FilesystemClaimCheckStore } from './filesystem-claim-check.store';
 import { PostgresClaimCheckStore } from './postgres-claim-check.store';
@@ -150,6 +156,53 @@ describe('ClaimCheckWriter.offload', () => {
     ).toThrow(PayloadTooLargeError);
     expect(() => writer({ thresholdBytes: 0 }).offload('t', undefined, big, json(big), {})).toThrow(
       /goes through the claim check, but the module has no store/,
+    );
+  });
+});
+
+describe("ClaimCheckReader with a store of the app's own", () => {
+  /** A store written before `get` took the declared size: it reads whatever the location holds. */
+  class LegacyStore implements ClaimCheckStore {
+    readonly kind = 'legacy';
+    readonly asked: unknown[][] = [];
+    constructor(private readonly body: Buffer) {}
+    referenceFor(): string {
+      return 'legacy:body';
+    }
+    locate(reference: string): string | undefined {
+      return reference === 'legacy:body' ? 'body' : undefined;
+    }
+    async put(): Promise<void> {}
+    async get(...args: [string]): Promise<Buffer | undefined> {
+      this.asked.push(args);
+      return this.body;
+    }
+    async delete(): Promise<void> {}
+    async deleteExpired(): Promise<number> {
+      return 0;
+    }
+    async stats() {
+      return { bodies: 1, bytes: this.body.length };
+    }
+  }
+
+  function stored(store: ClaimCheckStore, bytes: number, body: string) {
+    const reader = new ClaimCheckReader({
+      claimCheck: { store, maxBodyBytes: 1000 },
+    } as ResolvedMessagingOptions);
+    return reader.stored({
+      [HEADERS.claimCheck]: 'legacy:body',
+      [HEADERS.claimCheckBytes]: bytes,
+      [HEADERS.claimCheckSha256]: createHash('sha256').update(body).digest('hex'),
+    });
+  }
+
+  it('is given the declared size, and still works when it ignores it: the reader checks size and SHA-256', async () => {
+    const store = new LegacyStore(Buffer.from('{"a":1}'));
+    expect((await stored(store, 7, '{"a":1}')).body.toString()).toBe('{"a":1}');
+    expect(store.asked).toEqual([['body', 7]]);
+    await expect(stored(new LegacyStore(Buffer.alloc(500)), 10, '0123456789')).rejects.toThrow(
+      'claim-check-corrupt',
     );
   });
 });

@@ -15,6 +15,7 @@ const BROKEN_CLAIM_CHECK = new Set([
   'claim-check-missing',
   'claim-check-corrupt',
   'claim-check-too-large',
+  'claim-check-unreadable',
   'claim-check-unsupported',
 ]);
 

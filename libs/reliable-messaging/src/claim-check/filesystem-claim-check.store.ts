@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, readdir, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import { ConfigurationError } from '../errors/configuration.error';
 import { ClaimCheckStoreUnavailableError } from '../errors/claim-check-store-unavailable.error';
+import { InvalidMessageError } from '../errors/invalid-message.error';
 import { errorMessage } from '../util/error-text';
 import { createdAtOfId, expiryOfName, objectName, OBJECT_NAME } from './claim-check-store';
+import { fileReadFailure } from './filesystem-read-failure';
+import { readDeclaredSize, sizeMismatch } from './stored-body-size';
 import type {
   ClaimCheckBodyInfo,
   ClaimCheckStore,
@@ -12,6 +16,13 @@ import type {
 } from '../options/claim-check.options';
 
 const SCHEME = 'file:';
+/**
+ * O_NOFOLLOW: a symbolic link at a body's name is refused (ELOOP), never followed to a file outside the store.
+ * O_NONBLOCK: a FIFO at a body's name must not block the open until a writer comes; fstat then refuses it.
+ */
+const OPEN_BODY = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+/** Bodies are read in chunks of this size into the one buffer of their declared size. */
+const READ_CHUNK_BYTES = 1024 * 1024;
 /** The file that says the directory is the store itself, not an empty mount point whose volume is missing. */
 export const FILESYSTEM_STORE_MARKER = '.rm-claim-check';
 
@@ -54,15 +65,52 @@ export class FilesystemClaimCheckStore implements ClaimCheckStore {
     });
   }
 
-  async get(location: string): Promise<Buffer | undefined> {
+  /**
+   * Opens the file without following a link and checks, on the open descriptor, that it is a regular file of the
+   * declared size before reading a byte; then reads at most one byte more than that. Anything at the name that
+   * the store never writes (a link, a directory, a FIFO, a file it may not read) is refused as
+   * `claim-check-unreadable`, once the marker shows the directory is the store.
+   */
+  async get(location: string, expectedBytes?: number): Promise<Buffer | undefined> {
+    let handle: FileHandle;
     try {
-      return await readFile(join(this.directory, location));
+      handle = await open(join(this.directory, location), OPEN_BODY);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw this.unavailable(error);
-      // Missing only where the store really is; an empty mount point is an outage, not a missing body.
-      await this.requireMarker();
-      return undefined;
+      return this.failedRead(location, error);
     }
+    try {
+      const file = await handle.stat();
+      if (!file.isFile()) {
+        await this.requireMarker();
+        throw this.unreadable(location, file.isDirectory() ? 'a directory' : 'not a regular file');
+      }
+      const declared = expectedBytes ?? file.size;
+      if (file.size !== declared) throw sizeMismatch(this.kind, file.size, declared);
+      return await readDeclaredSize(chunksOf(handle, declared + 1), declared, this.kind);
+    } catch (error) {
+      if (error instanceof InvalidMessageError || error instanceof ClaimCheckStoreUnavailableError)
+        throw error;
+      return this.failedRead(location, error);
+    } finally {
+      await handle.close().catch(() => undefined);
+    }
+  }
+
+  /** A failed open or read: a missing body, a refused entry, or an outage of the store. */
+  private async failedRead(location: string, error: unknown): Promise<undefined> {
+    const failure = fileReadFailure(error);
+    if (failure === 'outage') throw this.unavailable(error);
+    // Missing or refused only where the store really is; an empty mount point is an outage, not the message's fault.
+    await this.requireMarker();
+    if (failure === 'missing') return undefined;
+    throw this.unreadable(location, (error as NodeJS.ErrnoException).code ?? errorMessage(error));
+  }
+
+  private unreadable(location: string, what: string): InvalidMessageError {
+    return new InvalidMessageError(
+      'claim-check-unreadable',
+      `the filesystem claim-check store cannot serve '${location}' (${what}): the store writes only regular files, never links or directories`,
+    );
   }
 
   async delete(location: string): Promise<void> {
@@ -118,6 +166,17 @@ export class FilesystemClaimCheckStore implements ClaimCheckStore {
 
   private unavailable(error: unknown): ClaimCheckStoreUnavailableError {
     return new ClaimCheckStoreUnavailableError(this.kind, errorMessage(error), { cause: error });
+  }
+}
+
+/** The file's bytes from its start, in chunks, up to `limit` bytes. */
+async function* chunksOf(handle: FileHandle, limit: number): AsyncGenerator<Uint8Array> {
+  for (let position = 0; position < limit;) {
+    const chunk = Buffer.allocUnsafe(Math.min(READ_CHUNK_BYTES, limit - position));
+    const { bytesRead } = await handle.read(chunk, 0, chunk.length, position);
+    if (bytesRead === 0) return;
+    position += bytesRead;
+    yield chunk.subarray(0, bytesRead);
   }
 }
 

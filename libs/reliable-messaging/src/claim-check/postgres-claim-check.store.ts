@@ -4,6 +4,7 @@ import { ClaimCheckStoreUnavailableError } from '../errors/claim-check-store-una
 import { errorMessage } from '../util/error-text';
 import { CLAIM_CHECK_TABLE } from '../database/table-names';
 import { BODY_ID, createdAtOfId } from './claim-check-store';
+import { sizeMismatch } from './stored-body-size';
 import type {
   ClaimCheckBodyInfo,
   ClaimCheckStore,
@@ -46,13 +47,23 @@ export class PostgresClaimCheckStore implements ClaimCheckStore {
     );
   }
 
-  async get(location: string): Promise<Buffer | undefined> {
+  /**
+   * Reads the body's size first, in the same statement, and the body only when it is the declared one:
+   * `octet_length` of a `bytea` comes from its stored header, without reading the value, so a row of another size
+   * is refused and never sent.
+   */
+  async get(location: string, expectedBytes?: number): Promise<Buffer | undefined> {
     const rows = await this.run(this.dataSource.manager, (target) =>
-      target.query<Array<{ body: Buffer }>>(`SELECT body FROM "${CLAIM_CHECK_TABLE}" WHERE id = $1`, [
-        location,
-      ]),
+      target.query<Array<{ bytes: number; body: Buffer | null }>>(
+        `SELECT octet_length(body) AS bytes, CASE WHEN $2::int IS NULL OR octet_length(body) = $2::int ` +
+          `THEN body END AS body FROM "${CLAIM_CHECK_TABLE}" WHERE id = $1`,
+        [location, expectedBytes ?? null],
+      ),
     );
-    return rows[0]?.body;
+    const [row] = rows;
+    if (!row) return undefined;
+    if (row.body === null) throw sizeMismatch(this.kind, row.bytes, expectedBytes as number);
+    return row.body;
   }
 
   async delete(location: string): Promise<void> {

@@ -7,8 +7,10 @@ import {
 } from '@aws-sdk/client-s3';
 import { ConfigurationError } from '../errors/configuration.error';
 import { ClaimCheckStoreUnavailableError } from '../errors/claim-check-store-unavailable.error';
+import { InvalidMessageError } from '../errors/invalid-message.error';
 import { errorMessage } from '../util/error-text';
 import { createdAtOfId, expiryOfName, objectName, OBJECT_NAME } from './claim-check-store';
+import { readDeclaredSize, sizeMismatch } from './stored-body-size';
 import type {
   ClaimCheckBodyInfo,
   ClaimCheckStore,
@@ -85,14 +87,25 @@ export class S3ClaimCheckStore implements ClaimCheckStore {
     );
   }
 
-  async get(location: string): Promise<Buffer | undefined> {
+  /**
+   * The answer's headers come before its body: an object whose `Content-Length` is not the declared size is
+   * refused and its body never read. The body is then read into one buffer of the declared size and given up at
+   * the first byte more, so a server that sends no length, or a wrong one, costs no more memory than that.
+   */
+  async get(location: string, expectedBytes?: number): Promise<Buffer | undefined> {
     try {
       const object = await this.client.send(
         new GetObjectCommand({ Bucket: this.bucket, Key: this.prefix + location }),
       );
       if (!object.Body) return undefined;
-      return Buffer.from(await object.Body.transformToByteArray());
+      if (expectedBytes === undefined) return Buffer.from(await object.Body.transformToByteArray());
+      if (object.ContentLength !== undefined && object.ContentLength !== expectedBytes) {
+        (object.Body as { destroy?: () => void }).destroy?.();
+        throw sizeMismatch(this.kind, object.ContentLength, expectedBytes);
+      }
+      return await readDeclaredSize(object.Body as AsyncIterable<Uint8Array>, expectedBytes, this.kind);
     } catch (error) {
+      if (error instanceof InvalidMessageError) throw error;
       if (isMissing(error)) return undefined;
       throw this.classify(error);
     }

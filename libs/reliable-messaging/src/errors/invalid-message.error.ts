@@ -17,6 +17,7 @@ export type InvalidMessageReason =
   | 'claim-check-corrupt'
   | 'claim-check-forged'
   | 'claim-check-too-large'
+  | 'claim-check-unreadable'
   | 'claim-check-unsupported';
 
 /** An incoming message that can never be handled as it is: it is dead-lettered at once, never retried. */

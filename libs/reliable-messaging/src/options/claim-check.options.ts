@@ -26,7 +26,8 @@ export interface ClaimCheckStoreStats {
  * Where claim-checked bodies live. A store hands out references it alone can read back: `locate()` accepts only
  * the references it would write itself (its own scheme, bucket or directory, a well-formed id), so a forged
  * reference never reaches the store. `put()` and `get()` throw ClaimCheckStoreUnavailableError when the store
- * cannot be reached; `get()` resolves undefined for a body that is not there.
+ * cannot be reached; `get()` resolves undefined for a body that is not there, and throws InvalidMessageError for
+ * one it refuses.
  */
 export interface ClaimCheckStore {
   /** Names the store in logs and metrics: `postgres`, `filesystem`, `s3`. */
@@ -37,7 +38,15 @@ export interface ClaimCheckStore {
   locate(reference: string): string | undefined;
   /** Stores a body; `manager` is the outbox's transaction, used by stores that can join it. */
   put(location: string, body: Buffer, info: ClaimCheckBodyInfo, manager?: EntityManager): Promise<void>;
-  get(location: string): Promise<Buffer | undefined>;
+  /**
+   * Reads a body. `expectedBytes` is the size the message declares, already within `claimCheck.maxBodyBytes`;
+   * the module always gives it. A store should compare the stored size with it before reading (a file's `fstat`,
+   * an object's `Content-Length`, a column's `octet_length`), read no more than one byte beyond it, and refuse a
+   * body of another size, or one it cannot serve, by throwing InvalidMessageError (`claim-check-corrupt`,
+   * `claim-check-unreadable`): the message is dead-lettered at once. A store that ignores it still works; the
+   * module checks the size and SHA-256 of what it returns. Without it, the whole body is read.
+   */
+  get(location: string, expectedBytes?: number): Promise<Buffer | undefined>;
   /** Deletes a body; nothing happens when it is not there. */
   delete(location: string): Promise<void>;
   /** Deletes up to `limit` bodies whose time to live has passed; resolves with how many went. */
