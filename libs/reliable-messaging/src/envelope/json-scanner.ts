@@ -29,13 +29,17 @@ export function findJsonProblem(text: string, limits: JsonLimits): UntrustedJson
  *
  * NOTE: an object's keys are kept as offsets into the text, and compared there, until one needs its decoded
  * string (an escaped key, or more keys than a linear search suits): slicing every key into a string of its own
- * made the scan cost more than `JSON.parse`.
+ * made the scan cost more than `JSON.parse`. For the same reason a frame is reused by every container at its
+ * depth rather than made for each.
  */
 interface Frame {
-  readonly isObject: boolean;
+  isObject: boolean;
   /** Keys seen so far in an object. */
   keyCount: number;
-  /** Where each key's text starts and ends (inside its quotes), while no key of the object is escaped. */
+  /**
+   * Where each key's text starts and ends (inside its quotes), while no key of the object is escaped; the first
+   * `keyCount` entries are this object's, any after them a former one's at the same depth.
+   */
   readonly keyStarts: number[];
   readonly keyEnds: number[];
   /** Every key decoded, once the offsets no longer do; a Set beside them for large objects. */
@@ -50,6 +54,9 @@ interface Frame {
   /** True between `{` or `,` and the next key, in an object. */
   expectingKey: boolean;
 }
+
+/** Strings up to this many code units are read by the scan itself: a native search costs more for them. */
+const SHORT_STRING = 32;
 
 /** Keys of one object compared one by one up to this many; a Set beyond. */
 const LINEAR_KEY_SEARCH = 16;
@@ -71,11 +78,15 @@ function shapeOf(text: string, start: number, end: number): number {
 }
 
 class JsonScanner {
+  /** One frame per depth, reused; the first `depth` are the open containers. */
   private readonly frames: Frame[] = [];
+  private depth = 0;
   /** The first backslash at or after the scan position, or the text's length: one search for many strings. */
   private nextBackslash = -1;
   /** Whether the string `stringEnd()` last closed holds an escape. */
   private escaped = false;
+  /** Where the number `onNumber()` last read ends. */
+  private numberEnd = 0;
   private readonly forbiddenShapes: Set<number>;
 
   constructor(
@@ -88,9 +99,15 @@ class JsonScanner {
   scan(): UntrustedJsonError | undefined {
     const { text, frames, limits } = this;
     const { length } = text;
+    const { maxDepth, maxArrayLength } = limits;
     let at = 0;
     while (at < length) {
       const char = text.charCodeAt(at);
+      // Colons and whitespace, most of what lies between tokens, matter to no limit.
+      if (char === COLON || char <= SPACE) {
+        at += 1;
+        continue;
+      }
       if (char === QUOTE) {
         const end = this.stringEnd(at);
         // An unclosed string ends the scan; JSON.parse says what is wrong.
@@ -101,41 +118,27 @@ class JsonScanner {
         continue;
       }
       if ((char >= DIGIT_0 && char <= DIGIT_9) || char === MINUS) {
-        const end = numberEnd(text, at);
-        const problem = this.onNumber(at, end);
+        const problem = this.onNumber(at);
         if (problem) return problem;
-        at = end;
+        at = this.numberEnd;
         continue;
       }
       if (char === OPEN_BRACE || char === OPEN_BRACKET) {
-        if (frames.length >= limits.maxDepth) {
-          return this.refuse('too-deep', this.valuePath(), `nests deeper than ${limits.maxDepth} levels`);
+        if (this.depth >= maxDepth) {
+          return this.refuse('too-deep', this.valuePath(), `nests deeper than ${maxDepth} levels`);
         }
-        const isObject = char === OPEN_BRACE;
-        frames.push({
-          isObject,
-          keyCount: 0,
-          keyStarts: [],
-          keyEnds: [],
-          keyNames: undefined,
-          keySet: undefined,
-          index: 0,
-          keyStart: 0,
-          keyEnd: 0,
-          keyName: undefined,
-          expectingKey: isObject,
-        });
+        this.open(char === OPEN_BRACE);
       } else if (char === CLOSE_BRACE || char === CLOSE_BRACKET) {
-        frames.pop();
-      } else if (char === COMMA) {
-        const frame = frames[frames.length - 1];
-        if (frame?.isObject) {
+        if (this.depth > 0) this.depth -= 1;
+      } else if (char === COMMA && this.depth > 0) {
+        const frame = frames[this.depth - 1];
+        if (frame.isObject) {
           frame.expectingKey = true;
-        } else if (frame && (frame.index += 1) >= limits.maxArrayLength) {
+        } else if ((frame.index += 1) >= maxArrayLength) {
           return this.refuse(
             'too-many-elements',
             this.containerPath(),
-            `must have at most ${limits.maxArrayLength} elements`,
+            `must have at most ${maxArrayLength} elements`,
           );
         }
       }
@@ -144,12 +147,56 @@ class JsonScanner {
     return undefined;
   }
 
+  private open(isObject: boolean): void {
+    let frame = this.frames[this.depth];
+    if (frame === undefined) {
+      frame = {
+        isObject,
+        keyCount: 0,
+        keyStarts: [],
+        keyEnds: [],
+        keyNames: undefined,
+        keySet: undefined,
+        index: 0,
+        keyStart: 0,
+        keyEnd: 0,
+        keyName: undefined,
+        expectingKey: isObject,
+      };
+      this.frames.push(frame);
+    } else {
+      frame.isObject = isObject;
+      frame.keyCount = 0;
+      frame.keyNames = undefined;
+      frame.keySet = undefined;
+      frame.index = 0;
+      frame.keyStart = 0;
+      frame.keyEnd = 0;
+      frame.keyName = undefined;
+      frame.expectingKey = isObject;
+    }
+    this.depth += 1;
+  }
+
   /**
-   * The index of the quote that closes the string opening at `start`, or -1 when none does. A native search
-   * finds the quote; only a string with a backslash before it is walked character by character.
+   * The index of the quote that closes the string opening at `start`, or -1 when none does. A short string is
+   * read here, a long one found by a native search; only a string with a backslash before its end is walked
+   * character by character.
    */
   private stringEnd(start: number): number {
     const { text } = this;
+    const shortEnd = Math.min(start + SHORT_STRING, text.length);
+    for (let at = start + 1; at < shortEnd; at += 1) {
+      const char = text.charCodeAt(at);
+      if (char === QUOTE) {
+        this.escaped = false;
+        return at;
+      }
+      if (char === BACKSLASH) {
+        this.nextBackslash = at;
+        break;
+      }
+    }
     const quote = text.indexOf('"', start + 1);
     if (quote < 0) return -1;
     if (this.nextBackslash < start) {
@@ -171,8 +218,8 @@ class JsonScanner {
 
   private onString(start: number, end: number): UntrustedJsonError | undefined {
     const { text, limits, escaped } = this;
-    const frame = this.frames[this.frames.length - 1];
-    const isKey = frame !== undefined && frame.isObject && frame.expectingKey;
+    const frame = this.frames[this.depth - 1];
+    const isKey = this.depth > 0 && frame.isObject && frame.expectingKey;
     // Most values: no escape to decode and short enough in code units to be short enough in code points.
     if (!escaped) {
       if (isKey) return this.onKey(frame, start + 1, end, undefined);
@@ -258,11 +305,13 @@ class JsonScanner {
           if (keyEnds[k] - keyStarts[k] === length && sameText(text, keyStarts[k], start, length))
             return true;
         }
-        keyStarts.push(start);
-        keyEnds.push(end);
+        keyStarts[frame.keyCount] = start;
+        keyEnds[frame.keyCount] = end;
         return false;
       }
-      frame.keyNames = keyStarts.map((keyStart, k) => text.slice(keyStart, keyEnds[k]));
+      frame.keyNames = keyStarts
+        .slice(0, frame.keyCount)
+        .map((keyStart, k) => text.slice(keyStart, keyEnds[k]));
     }
     const key = name ?? text.slice(start, end);
     const names = frame.keyNames;
@@ -278,19 +327,24 @@ class JsonScanner {
    * digits an integer is always safe, and without an exponent a number of up to 300 characters always finite,
    * so most numbers cost no conversion.
    */
-  private onNumber(start: number, end: number): UntrustedJsonError | undefined {
+  private onNumber(start: number): UntrustedJsonError | undefined {
     const { text } = this;
     let integer = true;
     let exponent = false;
-    for (let at = start; at < end; at += 1) {
-      const char = text.charCodeAt(at);
+    let end = start + 1;
+    for (; end < text.length; end += 1) {
+      const char = text.charCodeAt(end);
+      if (char >= DIGIT_0 && char <= DIGIT_9) continue;
       if (char === DOT) {
         integer = false;
       } else if (char === LOWER_E || char === UPPER_E) {
         integer = false;
         exponent = true;
+      } else if (char !== PLUS && char !== MINUS) {
+        break;
       }
     }
+    this.numberEnd = end;
     const digits = end - start - (text.charCodeAt(start) === MINUS ? 1 : 0);
     if (integer && digits <= MAX_ALWAYS_SAFE_DIGITS) return undefined;
     if (!integer && !exponent && end - start <= MAX_ALWAYS_FINITE_CHARS) return undefined;
@@ -333,12 +387,14 @@ class JsonScanner {
 
   /** The path of the value being read: every open container's current key or index. */
   private valuePath(): string {
-    return this.frames.reduce((path, frame) => joinPath(path, this.segment(frame)), '');
+    return this.frames.slice(0, this.depth).reduce((path, frame) => joinPath(path, this.segment(frame)), '');
   }
 
   /** The path of the innermost open container. */
   private containerPath(): string {
-    return this.frames.slice(0, -1).reduce((path, frame) => joinPath(path, this.segment(frame)), '');
+    return this.frames
+      .slice(0, Math.max(0, this.depth - 1))
+      .reduce((path, frame) => joinPath(path, this.segment(frame)), '');
   }
 
   private segment(frame: Frame): string {
@@ -348,6 +404,8 @@ class JsonScanner {
 }
 
 const QUOTE = 0x22;
+const COLON = 0x3a;
+const SPACE = 0x20;
 const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
 const MINUS = 0x2d;
@@ -368,26 +426,6 @@ const MAX_ALWAYS_FINITE_CHARS = 300;
 // In a `u` regular expression a well-formed pair is one code point, so only lone surrogates are of category Cs.
 const LONE_SURROGATE = /\p{Cs}/u;
 const PLAIN_KEY = /^[A-Za-z_$][\w$-]{0,63}$/;
-
-/** Where the number starting at `start` ends: after its run of digits, signs, dots and exponent marks. */
-function numberEnd(text: string, start: number): number {
-  let at = start + 1;
-  for (; at < text.length; at += 1) {
-    const char = text.charCodeAt(at);
-    if (
-      (char >= DIGIT_0 && char <= DIGIT_9) ||
-      char === DOT ||
-      char === LOWER_E ||
-      char === UPPER_E ||
-      char === PLUS ||
-      char === MINUS
-    ) {
-      continue;
-    }
-    break;
-  }
-  return at;
-}
 
 /** A JSON string token's value, or undefined when an escape in it is malformed. */
 function decodeString(token: string): string | undefined {
