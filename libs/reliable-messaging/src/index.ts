@@ -25,6 +25,8 @@ export type { InboxOptions } from './options/inbox.options';
  * `ConsumeOptions['rateLimit']` and `ConsumeOptions['ordering']`.
  */
 export type { RetryOptions } from './options/retry.options';
+/** The shape a JSON body may have (the module's `jsonLimits`); the parsers and defaults are in `/safe-json`. */
+export type { JsonLimits } from './options/json-limits.options';
 
 /** Marks a provider method as the handler of a queue. */
 export { Consume } from './decorators/consume.decorator';
@@ -68,7 +70,11 @@ export { MessageRefusedError } from './errors/message-refused.error';
 /** A message came back more times than the redelivery limit allows: the process keeps dying on it. */
 export { RedeliveryLimitError } from './errors/redelivery-limit.error';
 /** A message that cannot be decoded or fails validation, and why. */
-export { InvalidMessageError, type InvalidMessageReason } from './errors/invalid-message.error';
+export {
+  InvalidMessageError,
+  type InvalidMessageReason,
+  type JsonLimitReason,
+} from './errors/invalid-message.error';
 /** An option is wrong, or the broker cannot hold the declared topology: thrown at startup, saying how to fix it. */
 export { ConfigurationError } from './errors/configuration.error';
 /** `publish()` with an outbox, called outside any transaction: nothing for the message to commit with. */

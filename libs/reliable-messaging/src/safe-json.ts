@@ -17,5 +17,13 @@ export { UntrustedJsonError, type UntrustedJsonReason } from './errors/untrusted
 export { decodeStrictUtf8, type StrictUtf8Result } from './envelope/strict-utf8';
 /** A string's length in code points, as PostgreSQL counts a `varchar(n)`. */
 export { countCodePoints } from './envelope/code-points';
-/** Decodes a message body as strict UTF-8 and parses it as JSON, as the consumers do; an InvalidMessageError says why not. */
+/**
+ * Decodes a message body as strict UTF-8 and parses it as JSON within limits (default DEFAULT_JSON_LIMITS), as the
+ * consumers do; an InvalidMessageError says why not (`malformed-json`, `forbidden-key`, `json-too-deep`, ...).
+ */
 export { parseJsonBody } from './envelope/safe-json';
+/**
+ * The scan both parsers run before JSON.parse: the UntrustedJsonError that `text` breaks `limits` with, or
+ * undefined. It builds no object and never recurses, whatever the text.
+ */
+export { findJsonProblem } from './envelope/json-scanner';

@@ -137,7 +137,7 @@ export class DeadLetterOperations {
   ): Promise<DeadLetterOperationResult & { before: DeadLetter }> {
     if (!queue) throw new InvalidDeadLetterQueryError("an edit needs the message's 'queue'");
     const before = await this.show(messageId, queue);
-    checkEditedBody(before, body, this.options.maxPayloadBytes);
+    checkEditedBody(before, body, this.options.maxPayloadBytes, this.options.jsonLimits);
     await this.checkAgainstMessageClass(before, body);
     const digest = (data: Buffer) => createHash('sha256').update(data).digest('hex');
     const details = {
@@ -315,7 +315,7 @@ export class DeadLetterOperations {
     const consumer = this.registry.discoveredConsumers.find((plan) => plan.queue === deadLetter.queue);
     if (!consumer?.messageClass) return;
     try {
-      await payloadValidator(consumer.messageClass)(parseJsonBody(body));
+      await payloadValidator(consumer.messageClass)(parseJsonBody(body, this.options.jsonLimits));
     } catch (error) {
       throw new InvalidDeadLetterQueryError(
         `the new body is not accepted by ${consumer.name} (${consumer.messageClass.name}): ${errorMessage(error)}`,

@@ -1,11 +1,18 @@
 import { bodyText, type DeadLetter, headerDate } from 'nestjs-reliable-messaging/operations';
+import { DEFAULT_JSON_LIMITS, findJsonProblem, type JsonLimits } from 'nestjs-reliable-messaging/safe-json';
 
 /**
- * A JSON-friendly view for the CLI and the admin API: dates as ISO strings, the body parsed when it is JSON,
- * as text when it is UTF-8, else base64 (a claim-checked one's whole message when `show()` read it, with
- * `bodyFromClaimCheck`); header values made printable.
+ * A JSON-friendly view for the CLI and the admin API: dates as ISO strings, the body parsed when it is JSON
+ * within `jsonLimits`, as text when it is UTF-8, else base64 (a claim-checked one's whole message when `show()`
+ * read it, with `bodyFromClaimCheck`); header values made printable. A body that is JSON but breaks the limits
+ * (a dead letter refused as `json-too-deep`, say) is shown as text with a `bodyNote` saying why: parsed, it
+ * could overflow the stack of whatever serialises the view.
  */
-export function describeDeadLetter(deadLetter: DeadLetter, full = false): Record<string, unknown> {
+export function describeDeadLetter(
+  deadLetter: DeadLetter,
+  full = false,
+  jsonLimits: Readonly<JsonLimits> = DEFAULT_JSON_LIMITS,
+): Record<string, unknown> {
   const summary: Record<string, unknown> = {
     messageId: deadLetter.messageId,
     queue: deadLetter.queue,
@@ -24,15 +31,21 @@ export function describeDeadLetter(deadLetter: DeadLetter, full = false): Record
   const textBody = bodyText(deadLetter);
   let body: unknown = textBody;
   let bodyEncoding: 'json' | 'utf-8' | 'base64' = 'utf-8';
+  let bodyNote: string | undefined;
   if (textBody === undefined) {
     body = (deadLetter.fullBody ?? deadLetter.body).toString('base64');
     bodyEncoding = 'base64';
   } else {
-    try {
-      body = JSON.parse(textBody);
-      bodyEncoding = 'json';
-    } catch {
-      // NOTE: a UTF-8 body that is not JSON is shown as text.
+    const problem = findJsonProblem(textBody, jsonLimits);
+    if (problem) {
+      bodyNote = `not JSON within limits: ${problem.message}`;
+    } else {
+      try {
+        body = JSON.parse(textBody);
+        bodyEncoding = 'json';
+      } catch {
+        // NOTE: a UTF-8 body that is not JSON is shown as text.
+      }
     }
   }
   return {
@@ -47,6 +60,7 @@ export function describeDeadLetter(deadLetter: DeadLetter, full = false): Record
     contentType: deadLetter.contentType,
     headers: printable(deadLetter.headers),
     bodyEncoding,
+    ...(bodyNote ? { bodyNote } : {}),
     ...(deadLetter.fullBody ? { bodyFromClaimCheck: true } : {}),
     body,
   };

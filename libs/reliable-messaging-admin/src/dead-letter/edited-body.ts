@@ -1,15 +1,21 @@
 import { HEADERS, InvalidMessageError } from 'nestjs-reliable-messaging';
 import { type DeadLetter, errorMessage, JSON_CONTENT_TYPE } from 'nestjs-reliable-messaging/operations';
-import { parseJsonBody } from 'nestjs-reliable-messaging/safe-json';
+import { DEFAULT_JSON_LIMITS, parseJsonBody, type JsonLimits } from 'nestjs-reliable-messaging/safe-json';
 import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
 
 /**
  * Refuses a new body for an edited dead letter that its consumer would refuse: above `maxPayloadBytes`, or,
- * for a JSON message (or one without a content type), not valid JSON as consumers parse it; or, for a dead letter
+ * for a JSON message (or one without a content type), not valid JSON within `jsonLimits` as consumers parse it (the
+ * refusal names the limit, `jsonLimits.maxDepth`...); or, for a dead letter
  * whose property was claim-checked, a body without that property: the replay drops the claim check, so the edit
  * must give the whole message, and leaving the property out would drop it silently.
  */
-export function checkEditedBody(deadLetter: DeadLetter, body: Buffer, maxPayloadBytes: number): void {
+export function checkEditedBody(
+  deadLetter: DeadLetter,
+  body: Buffer,
+  maxPayloadBytes: number,
+  jsonLimits: Readonly<JsonLimits> = DEFAULT_JSON_LIMITS,
+): void {
   if (body.length > maxPayloadBytes) {
     throw new InvalidDeadLetterQueryError(
       `the new body is ${body.length} bytes, above the limit of ${maxPayloadBytes} (maxPayloadBytes)`,
@@ -19,7 +25,7 @@ export function checkEditedBody(deadLetter: DeadLetter, body: Buffer, maxPayload
   if (contentType === undefined || contentType === JSON_CONTENT_TYPE) {
     let parsed: unknown;
     try {
-      parsed = parseJsonBody(body);
+      parsed = parseJsonBody(body, jsonLimits);
     } catch (error) {
       throw new InvalidDeadLetterQueryError(
         `the new body is not accepted: ${error instanceof InvalidMessageError ? error.message : errorMessage(error)}`,

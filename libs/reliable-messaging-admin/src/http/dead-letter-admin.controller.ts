@@ -82,10 +82,7 @@ export class DeadLetterAdminController {
     return this.run(async () => {
       if (body?.body === undefined)
         throw new InvalidDeadLetterQueryError("give the new message body as 'body' (JSON)");
-      const newBody = Buffer.from(
-        typeof body.body === 'string' ? body.body : JSON.stringify(body.body),
-        'utf8',
-      );
+      const newBody = Buffer.from(encodedBody(body.body), 'utf8');
       const { before, ...result } = await this.operations.editAndReplay(queue, messageId, newBody, {
         actor: this.actor(request),
         dryRun: this.flag(body, 'dryRun'),
@@ -157,5 +154,21 @@ export class DeadLetterAdminController {
 
   private async run<T>(work: () => Promise<T> | T): Promise<T> {
     return answer(work);
+  }
+}
+
+/**
+ * The new body of an edit, as given (a string) or encoded (JSON). NOTE: JSON.stringify recurses once per level
+ * and throws a RangeError on a body nested a few thousand deep, which would answer 500: it is the caller's
+ * mistake, refused as one.
+ */
+function encodedBody(body: unknown): string {
+  if (typeof body === 'string') return body;
+  try {
+    return JSON.stringify(body);
+  } catch (error) {
+    throw new InvalidDeadLetterQueryError(
+      `'body' cannot be encoded as JSON (${error instanceof Error ? error.message : String(error)}): is it nested deeper than jsonLimits.maxDepth?`,
+    );
   }
 }

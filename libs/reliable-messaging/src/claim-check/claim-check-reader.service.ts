@@ -100,14 +100,15 @@ export class ClaimCheckReader {
   async resolve(raw: ConsumeMessage): Promise<Buffer> {
     const { body, field } = await this.stored(raw.properties.headers ?? {});
     if (field === undefined) return body;
-    const wire = parseJsonBody(raw.content);
+    const { jsonLimits } = this.options;
+    const wire = parseJsonBody(raw.content, jsonLimits);
     if (typeof wire !== 'object' || wire === null || Array.isArray(wire)) {
       throw new InvalidMessageError(
         'malformed-json',
         'a message with a claim-checked field must be a JSON object',
       );
     }
-    (wire as Record<string, unknown>)[field] = parseJsonBody(body);
+    (wire as Record<string, unknown>)[field] = parseJsonBody(body, jsonLimits);
     return Buffer.from(JSON.stringify(wire), 'utf8');
   }
 }

@@ -6,6 +6,7 @@ import type { RateLimit } from '../options/rate-limit.options';
 import type { DeadlineSettings } from '../options/deadline-limits';
 import type { ConsumerLane } from '../lanes/consumer-lane';
 import type { WireFormat } from '../options/wire-format';
+import type { JsonLimits } from '../options/json-limits.options';
 
 /** What `host.getType()` says inside a handler's enhancers. */
 export type HandlerContextType = 'rmq' | 'rpc';
@@ -69,6 +70,8 @@ export interface ConsumerPlan {
   readonly acceptedMajorVersions: readonly number[];
   /** The largest body accepted, the module's `maxPayloadBytes`. */
   readonly maxPayloadBytes: number;
+  /** The shape a body's JSON may have, the module's `jsonLimits`. */
+  readonly jsonLimits: Readonly<JsonLimits>;
   /** The wire formats read (`accept`, default `['envelope']`): `nest-rmq` adds Nest's `{pattern, data}` body. */
   readonly accept: readonly WireFormat[];
 

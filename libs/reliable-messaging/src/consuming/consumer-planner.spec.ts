@@ -14,6 +14,7 @@ import { resolveOptions, type ReliableMessagingModuleOptions } from '../options/
 import { PostgresClaimCheckStore } from '../claim-check/postgres-claim-check.store';
 import type { ConsumerPlan } from './consumer-plan';
 import { planConsumers } from './consumer-planner';
+import { DEFAULT_JSON_LIMITS } from '../options/json-limits.options';
 
 @MessageType({ type: 'order.placed', version: '2.1' })
 class OrderPlaced {}
@@ -104,6 +105,7 @@ const DEFAULT_PLAN = {
   messageTypes: ['order.placed'],
   acceptedMajorVersions: [2],
   maxPayloadBytes: 262_144,
+  jsonLimits: DEFAULT_JSON_LIMITS,
   accept: ['envelope'],
   retry: {
     maxAttempts: 12,

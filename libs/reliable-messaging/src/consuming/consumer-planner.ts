@@ -138,6 +138,7 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
         messageTypes,
         acceptedMajorVersions,
         maxPayloadBytes: module.maxPayloadBytes,
+        jsonLimits: module.jsonLimits,
         accept,
         retry,
         dedup: dedup ? { scope: queue } : undefined,

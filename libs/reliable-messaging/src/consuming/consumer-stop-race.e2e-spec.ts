@@ -103,6 +103,7 @@ describe('a consumer stopped while it (re)subscribes', () => {
       messageTypes: [],
       acceptedMajorVersions: [1],
       maxPayloadBytes: options.maxPayloadBytes,
+      jsonLimits: options.jsonLimits,
       accept: ['envelope'],
       retry: new RetryPolicy(options.retry),
       reply: false,

@@ -4,6 +4,7 @@ import type { Envelope } from './envelope';
 import { bodyMessageId } from './body-message-id';
 import { readEnvelope } from './envelope-reader';
 import { parseJsonBody } from './safe-json';
+import { DEFAULT_JSON_LIMITS, type JsonLimits } from '../options/json-limits.options';
 
 /** What Nest's RMQ `ClientProxy` writes in a body: `emit()` the pattern and data, `send()` its request id too. */
 const PACKET_KEYS: ReadonlySet<string> = new Set(['pattern', 'data', 'id']);
@@ -20,7 +21,7 @@ export function isNestRmqDelivery(message: ConsumeMessage): boolean {
 
 /**
  * Reads a body in Nest's RMQ wire format, `{"pattern": "order.paid", "data": {...}}`, as the envelope it lacks
- * and the payload (`data`). The body is parsed exactly as an envelope's (strict UTF-8, no prototype keys; the
+ * and the payload (`data`). The body is parsed exactly as an envelope's (strict UTF-8, within `jsonLimits`; the
  * caller checks its size first), and the envelope's headers are checked as for any message. What Nest does not
  * send is filled in (docs/migrating.md):
  * - the message type is `pattern`, which the consumer's message types then check;
@@ -35,8 +36,9 @@ export function isNestRmqDelivery(message: ConsumeMessage): boolean {
 export function readNestRmqPacket(
   message: ConsumeMessage,
   body: Buffer,
+  jsonLimits: Readonly<JsonLimits> = DEFAULT_JSON_LIMITS,
 ): { envelope: Envelope; data: unknown } {
-  const packet = parseJsonBody(body);
+  const packet = parseJsonBody(body, jsonLimits);
   if (typeof packet !== 'object' || packet === null || Array.isArray(packet)) {
     throw invalid("body must be Nest's RMQ packet, a JSON object {pattern, data}");
   }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { InvalidMessageError } from '../errors/invalid-message.error';
+import { DEFAULT_JSON_LIMITS } from '../options/json-limits.options';
 import { parseJsonBody } from './safe-json';
 
 function refusal(body: Buffer): InvalidMessageError {
@@ -22,13 +23,12 @@ describe('parseJsonBody', () => {
     ['non-ASCII text', '{"name":"Zoë — café ☕"}', { name: 'Zoë — café ☕' }],
     ['an array', '[1,2,3]', [1, 2, 3]],
     ['a bare string', '"just text"', 'just text'],
-    [
-      'a "constructor" key without "prototype" under it',
-      '{"constructor":{"name":"x"}}',
-      { constructor: { name: 'x' } },
-    ],
-    ['a "prototype" key not under "constructor"', '{"prototype":{"a":1}}', { prototype: { a: 1 } }],
     ['"__proto__" as a value, not a key', '{"note":"__proto__"}', { note: '__proto__' }],
+    [
+      'numbers at the edges of the range',
+      '[-0,1.5e10,9007199254740991,-9007199254740991,1e308,1e-400]',
+      [-0, 1.5e10, 9007199254740991, -9007199254740991, 1e308, 0],
+    ],
   ])('parses %s', (_what, text, expected) => {
     expect(parseJsonBody(Buffer.from(text, 'utf8'))).toEqual(expected);
   });
@@ -38,7 +38,7 @@ describe('parseJsonBody', () => {
     expect(parseJsonBody(body)).toEqual({ a: 1 });
   });
 
-  it('strips a second byte order mark, as secure-json-parse does', () => {
+  it('strips a second byte order mark, as the decoder always has', () => {
     const mark = Buffer.from([0xef, 0xbb, 0xbf]);
     expect(parseJsonBody(Buffer.concat([mark, mark, Buffer.from('{"a":1}')]))).toEqual({ a: 1 });
   });
@@ -74,10 +74,59 @@ describe('parseJsonBody', () => {
     ['a constructor.prototype key', '{"constructor":{"prototype":{"polluted":"yes"}}}'],
     ['a nested constructor.prototype key', '{"x":{"constructor":{"prototype":{"polluted":"yes"}}}}'],
     ['an escaped constructor.prototype key', '{"\\u0063onstructor":{"prototype":{"polluted":"yes"}}}'],
+    ['a "constructor" key without "prototype" under it', '{"constructor":{"name":"x"}}'],
+    ['a "prototype" key not under "constructor"', '{"prototype":{"a":1}}'],
+    ['a toString key, which class-transformer would skip without a word', '{"toString":1}'],
   ])('refuses %s as forbidden-key and pollutes nothing', (_what, text) => {
     const error = refusal(Buffer.from(text, 'utf8'));
     expect(error.reason).toBe('forbidden-key');
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(Object.prototype).not.toHaveProperty('polluted');
+  });
+
+  it.each([
+    [
+      'nesting 20 000 deep',
+      `${'['.repeat(20_000)}${']'.repeat(20_000)}`,
+      'json-too-deep',
+      /^json-too-deep: 0(\.0)+ nests deeper than 32 levels \(jsonLimits\.maxDepth\)$/,
+    ],
+    [
+      '1e400',
+      '{"a":1e400}',
+      'json-number-out-of-range',
+      /^json-number-out-of-range: a must be a finite number$/,
+    ],
+    [
+      '2^53 + 1',
+      '{"a":[9007199254740993]}',
+      'json-number-out-of-range',
+      /^json-number-out-of-range: a\.0 must be an integer from/,
+    ],
+    [
+      'a duplicate key',
+      '{"a":1,"a":2}',
+      'json-duplicate-key',
+      /^json-duplicate-key: a appears more than once$/,
+    ],
+    [
+      'a NUL character',
+      '{"a":"\\u0000"}',
+      'json-nul-character',
+      /^json-nul-character: a must not contain NUL/,
+    ],
+  ])('refuses %s with its own reason, naming the path', (_what, text, reason, message) => {
+    const error = refusal(Buffer.from(text, 'utf8'));
+    expect(error.reason).toBe(reason);
+    expect(error.message).toMatch(message);
+  });
+
+  it('applies the limits it is given instead of the defaults', () => {
+    const limits = { ...DEFAULT_JSON_LIMITS, maxDepth: 2, maxStringLength: 3 };
+    expect(parseJsonBody(Buffer.from('[[1]]'), limits)).toEqual([[1]]);
+    expect(() => parseJsonBody(Buffer.from('[[[1]]]'), limits)).toThrow(/json-too-deep/);
+    expect(() => parseJsonBody(Buffer.from('["abcd"]'), limits)).toThrow(
+      /^json-string-too-long: 0 must be at most 3 characters long \(jsonLimits\.maxStringLength\)$/,
+    );
   });
 });

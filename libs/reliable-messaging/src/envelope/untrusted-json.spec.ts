@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { UntrustedJsonError, type UntrustedJsonReason } from '../errors/untrusted-json.error';
 import { parseUntrustedJson, type JsonLimits } from './untrusted-json';
 
@@ -127,5 +127,24 @@ describe('parseUntrustedJson', () => {
       a: Array.from({ length: 5000 }, () => 1),
     });
     expect(refusal('['.repeat(33) + ']'.repeat(33), {}).reason).toBe('too-deep');
+  });
+
+  it('checks the limits before JSON.parse builds anything from the body', () => {
+    const parse = jest.spyOn(JSON, 'parse');
+    try {
+      expect(refusal(`${'['.repeat(20_000)}${']'.repeat(20_000)}`, {}).reason).toBe('too-deep');
+      expect(parse).not.toHaveBeenCalled();
+    } finally {
+      parse.mockRestore();
+    }
+  });
+
+  it.each<[string, string, string]>([
+    ['1e400', '{"a":1e400}', 'a must be a finite number'],
+    ['2^53 + 1', '{"a":9007199254740993}', 'a must be an integer from -9007199254740991 to 9007199254740991'],
+  ])('refuses %s, which JSON.parse would alter, as number-out-of-range', (_what, text, message) => {
+    const error = refusal(text, {});
+    expect(error.reason).toBe('number-out-of-range');
+    expect(error.message.startsWith(message)).toBe(true);
   });
 });

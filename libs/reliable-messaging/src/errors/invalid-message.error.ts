@@ -1,4 +1,9 @@
 import { NonRetryableError } from './non-retryable.error';
+import type { UntrustedJsonReason } from './untrusted-json.error';
+
+/** A JSON body that breaks the module's `jsonLimits`: `json-too-deep`, `json-duplicate-key`, ... */
+export type JsonLimitReason =
+  `json-${Exclude<UntrustedJsonReason, 'invalid-utf8' | 'malformed-json' | 'forbidden-key'>}`;
 
 /** Why an incoming message was refused before its handler ran. Each is recorded as the dead-letter reason. */
 export type InvalidMessageReason =
@@ -7,6 +12,7 @@ export type InvalidMessageReason =
   | 'invalid-utf8'
   | 'malformed-json'
   | 'forbidden-key'
+  | JsonLimitReason
   | 'missing-header'
   | 'invalid-header'
   | 'unsupported-schema-version'

@@ -6,6 +6,8 @@ export type UntrustedJsonReason =
   | 'too-many-elements'
   | 'too-many-keys'
   | 'key-too-long'
+  | 'string-too-long'
+  | 'number-out-of-range'
   | 'forbidden-key'
   | 'duplicate-key'
   | 'nul-character'

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { ConfigurationError } from '../errors/configuration.error';
+import { DEFAULT_JSON_LIMITS } from './json-limits.options';
 import { resolveOptions, type ReliableMessagingModuleOptions } from './reliable-messaging.options';
 
 const URL = 'amqp://app:secret@rabbit:5672/shop';
@@ -26,6 +27,7 @@ describe('resolveOptions', () => {
       defaultConcurrency: 10,
       defaultPrefetch: undefined,
       maxPayloadBytes: 262_144,
+      jsonLimits: DEFAULT_JSON_LIMITS,
       publishConfirmTimeoutMs: 10_000,
       reconnect: { initialDelayMs: 250, maxDelayMs: 1_500 },
       startupTimeoutMs: 30_000,
@@ -133,6 +135,21 @@ describe('resolveOptions', () => {
       "'maxPayloadBytes' must be an integer from 1 to 134217728, got 0",
     ],
     [
+      'a JSON depth of 0',
+      { urls: URL, jsonLimits: { maxDepth: 0 } },
+      "ReliableMessagingModule: 'jsonLimits.maxDepth' must be an integer from 1 to 1000, got 0",
+    ],
+    [
+      'a JSON depth deep enough to overflow the stack of class-transformer',
+      { urls: URL, jsonLimits: { maxDepth: 20_000 } },
+      "'jsonLimits.maxDepth' must be an integer from 1 to 1000, got 20000",
+    ],
+    [
+      'forbidden keys as an array',
+      { urls: URL, jsonLimits: { forbiddenKeys: ['__proto__'] as unknown as Set<string> } },
+      "'jsonLimits.forbiddenKeys' must be a Set of key names",
+    ],
+    [
       'a confirm timeout of NaN',
       { urls: URL, publishConfirmTimeoutMs: Number.NaN },
       "'publishConfirmTimeoutMs' must be an integer from 1 to 600000, got NaN",
@@ -178,6 +195,11 @@ describe('resolveOptions', () => {
       'ReliableMessagingModule: unknown option `defaultConcurency`; did you mean `defaultConcurrency`?',
     ],
     ['a singular url', { url: URL }, 'ReliableMessagingModule: unknown option `url`; did you mean `urls`?'],
+    [
+      'a misspelt JSON limit',
+      { urls: URL, jsonLimits: { maxDepht: 8 } },
+      'ReliableMessagingModule: unknown option `jsonLimits.maxDepht`; did you mean `jsonLimits.maxDepth`?',
+    ],
     [
       'an option of another library',
       { urls: URL, prefetchCount: 10 },

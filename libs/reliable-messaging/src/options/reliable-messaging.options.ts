@@ -17,6 +17,7 @@ import {
   type DatabaseClaimCheckStore,
   type ResolvedClaimCheckOptions,
 } from './claim-check.options';
+import { resolveJsonLimits, type JsonLimits } from './json-limits.options';
 
 /** The type of a queue this module declares. Quorum queues are replicated and the default. */
 export type QueueType = 'quorum' | 'classic';
@@ -54,6 +55,13 @@ export interface ReliableMessagingModuleOptions {
    * reference message included (its stored body has its own limit, `claimCheck.maxBodyBytes`). Default: 262144 (256 KiB).
    */
   maxPayloadBytes?: number;
+  /**
+   * The shape a JSON body may have, checked before it is parsed wherever outside JSON arrives: consumed messages,
+   * claim-checked fields, replies, edited dead letters. A body that breaks one is dead-lettered at once with a
+   * reason naming the limit (`json-too-deep`, `json-duplicate-key`, ...), never retried. Defaults: see
+   * {@link JsonLimits} (depth 32, 10 000 elements, 1 000 keys, keys of 256 characters).
+   */
+  jsonLimits?: Partial<JsonLimits>;
   /** How long a publish waits for the broker's confirm before failing. Default: 10000 ms. */
   publishConfirmTimeoutMs?: number;
   /**
@@ -140,6 +148,7 @@ export interface ResolvedMessagingOptions {
   defaultConcurrency: number;
   defaultPrefetch?: number;
   maxPayloadBytes: number;
+  jsonLimits: Readonly<JsonLimits>;
   publishConfirmTimeoutMs: number;
   reconnect: { initialDelayMs: number; maxDelayMs: number };
   startupTimeoutMs: number;
@@ -174,6 +183,7 @@ const MODULE_OPTION_KEYS = optionKeys<ReliableMessagingModuleOptions>({
   defaultConcurrency: true,
   defaultPrefetch: true,
   maxPayloadBytes: true,
+  jsonLimits: true,
   publishConfirmTimeoutMs: true,
   reconnect: true,
   startupTimeoutMs: true,
@@ -257,6 +267,7 @@ export function resolveOptions(
     defaultConcurrency: options.defaultConcurrency ?? DEFAULT_CONCURRENCY,
     defaultPrefetch: options.defaultPrefetch,
     maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+    jsonLimits: resolveJsonLimits(options.jsonLimits),
     publishConfirmTimeoutMs: options.publishConfirmTimeoutMs ?? DEFAULT_PUBLISH_CONFIRM_TIMEOUT_MS,
     reconnect: {
       initialDelayMs: options.reconnect?.initialDelayMs ?? DEFAULT_RECONNECT_INITIAL_DELAY_MS,

@@ -4,6 +4,7 @@ import type { ConsumeOptions } from '../options/consume.options';
 import { ConfigurationError } from '../errors/configuration.error';
 import { RetryPolicy } from '../retry/retry-policy';
 import { resolveRetryOptions } from '../options/retry.options';
+import { DEFAULT_JSON_LIMITS } from '../options/json-limits.options';
 import { ORDERED_DEFAULT_PREFETCH, planConsumerOrdering, type QueueArgumentsBuilder } from './ordering-plan';
 import { MAX_PARTITIONS, resolveOrderingOption } from '../options/ordering.options';
 import { partitionQueueName } from './consumer-ordering';
@@ -38,6 +39,7 @@ function unordered(options: ConsumeOptions): ConsumerPlan {
     deadline: { deadlineMs: 30_000, limitMs: 1_790_000 },
     messageTypes: ['order.placed'],
     acceptedMajorVersions: [1],
+    jsonLimits: DEFAULT_JSON_LIMITS,
     maxPayloadBytes: 262_144,
     accept: ['envelope'],
     retry: new RetryPolicy(resolveRetryOptions(undefined)),

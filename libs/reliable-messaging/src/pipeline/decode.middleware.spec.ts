@@ -6,6 +6,7 @@ import { IsInt, IsOptional, IsString, Min, ValidateNested } from 'class-validato
 import { HEADERS } from '../reliable-messaging.constants';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { InvalidMessageError, type InvalidMessageReason } from '../errors/invalid-message.error';
+import { DEFAULT_JSON_LIMITS } from '../options/json-limits.options';
 import { decodeStage } from './decode.middleware';
 import { InboundDelivery } from './inbound-delivery';
 
@@ -34,6 +35,7 @@ function consumer(overrides: Partial<DecodePlan> = {}): DecodePlan {
     messageClass: OrderPlaced,
     messageTypes: ['order.placed'],
     acceptedMajorVersions: [1],
+    jsonLimits: DEFAULT_JSON_LIMITS,
     maxPayloadBytes: MAX_BYTES,
     accept: ['envelope'],
     ...overrides,
@@ -168,6 +170,30 @@ describe('decodeStage', () => {
     ['a body that is not JSON', delivery('{"orderId":'), 'malformed-json', /not valid JSON/],
     ['a body of invalid UTF-8', delivery(Buffer.from([0xc3, 0x28])), 'invalid-utf8', /UTF-8/],
     ['a __proto__ key', delivery('{"__proto__":{"x":1}}'), 'forbidden-key', /forbidden/],
+    [
+      'a body nested past jsonLimits.maxDepth',
+      delivery(`{"orderId":"o-1","x":${'['.repeat(400)}${']'.repeat(400)}}`),
+      'json-too-deep',
+      /^json-too-deep: x\.0\.0.* nests deeper than 32 levels \(jsonLimits\.maxDepth\)$/,
+    ],
+    [
+      'a duplicate key',
+      delivery('{"orderId":"o-1","totalCents":1,"totalCents":2,"lines":[]}'),
+      'json-duplicate-key',
+      /^json-duplicate-key: totalCents appears more than once$/,
+    ],
+    [
+      'a number JSON cannot hold as a finite double',
+      delivery('{"orderId":"o-1","totalCents":1e400,"lines":[]}'),
+      'json-number-out-of-range',
+      /^json-number-out-of-range: totalCents must be a finite number$/,
+    ],
+    [
+      'an integer beyond 2^53 - 1',
+      delivery('{"orderId":"o-1","totalCents":9007199254740993,"lines":[]}'),
+      'json-number-out-of-range',
+      /totalCents must be an integer from -9007199254740991 to 9007199254740991/,
+    ],
     ['a JSON array', delivery([VALID]), 'validation-failed', /body must be a JSON object/],
     ['JSON null', delivery('null'), 'validation-failed', /body must be a JSON object/],
     [
@@ -325,12 +351,27 @@ describe('decodeStage', () => {
       expect(result.nextCalled).toBe(false);
     });
 
-    it('takes deeply nested data within the size limit without a crash, stripping what the class does not declare', async () => {
-      const depth = 400;
-      const deep = `${'['.repeat(depth)}${']'.repeat(depth)}`;
+    it('refuses data nested past jsonLimits.maxDepth as json-too-deep, before it is parsed', async () => {
+      const deep = `${'['.repeat(400)}${']'.repeat(400)}`;
       const body = `{"pattern":"order.placed","data":${JSON.stringify(VALID).slice(0, -1)},"deep":${deep}}}`;
 
       const result = await decode(nest(body));
+
+      expect(result.reason).toBe('json-too-deep');
+      expect(result.message).toMatch(/nests deeper than 32 levels \(jsonLimits\.maxDepth\)$/);
+      expect(result.nextCalled).toBe(false);
+    });
+
+    it('takes deeply nested data within a raised maxDepth without a crash, stripping what the class does not declare', async () => {
+      const depth = 400;
+      const deep = `${'['.repeat(depth)}${']'.repeat(depth)}`;
+      const body = `{"pattern":"order.placed","data":${JSON.stringify(VALID).slice(0, -1)},"deep":${deep}}}`;
+      const raised = consumer({
+        accept: ['envelope', 'nest-rmq'],
+        jsonLimits: { ...DEFAULT_JSON_LIMITS, maxDepth: 1_000 },
+      });
+
+      const result = await decode(delivery(body, { type: undefined, messageId: undefined }, raised));
 
       expect(result.nextCalled).toBe(true);
       expect({ ...(result.payload as object) }).toEqual({ ...VALID, lines: [expect.any(OrderLine)] });

@@ -11,7 +11,7 @@ import { payloadValidator } from './payload-validator';
 
 /**
  * Reads the envelope and turns the body into the handler's payload: size limit, content type, strict UTF-8,
- * JSON without prototype keys, accepted type and schema major version, then class-validator. A consumer that
+ * JSON within the module's `jsonLimits` (checked before it is parsed), accepted type and schema major version, then class-validator. A consumer that
  * accepts `nest-rmq` reads a message without the `type` property as Nest's `{pattern, data}` body, with the same
  * limits and checks (envelope/nest-rmq-packet.ts). Unknown
  * properties are stripped rather than refused, so producers can add optional fields before consumers deploy.
@@ -21,10 +21,16 @@ import { payloadValidator } from './payload-validator';
 export function decodeStage(
   consumer: Pick<
     ConsumerPlan,
-    'name' | 'messageClass' | 'messageTypes' | 'acceptedMajorVersions' | 'maxPayloadBytes' | 'accept'
+    | 'name'
+    | 'messageClass'
+    | 'messageTypes'
+    | 'acceptedMajorVersions'
+    | 'maxPayloadBytes'
+    | 'jsonLimits'
+    | 'accept'
   >,
 ): MessageMiddleware {
-  const { maxPayloadBytes } = consumer;
+  const { maxPayloadBytes, jsonLimits } = consumer;
   const acceptedTypes = new Set(consumer.messageTypes);
   const acceptedMajors = new Set(consumer.acceptedMajorVersions);
   const acceptsNestRmq = consumer.accept.includes('nest-rmq');
@@ -48,7 +54,7 @@ export function decodeStage(
     if (acceptsNestRmq && isNestRmqDelivery(delivery.raw)) {
       // Nest's format carries its type in the body, so its body is parsed (within the limit) before it is checked.
       checkSize(delivery.raw.content.length);
-      const read = readNestRmqPacket(delivery.raw, content);
+      const read = readNestRmqPacket(delivery.raw, content, jsonLimits);
       envelope = delivery.envelope = read.envelope;
       packet = read;
     } else {
@@ -72,7 +78,7 @@ export function decodeStage(
         `schema version ${envelope.schemaVersion} of '${envelope.type}' is not supported by ${consumer.name} (accepts major ${[...acceptedMajors].join(', ')})`,
       );
     }
-    const body = packet ? packet.data : parseJsonBody(content);
+    const body = packet ? packet.data : parseJsonBody(content, jsonLimits);
     return validatePayload ? validatePayload(body) : body;
   };
   return (next) => (delivery) => {

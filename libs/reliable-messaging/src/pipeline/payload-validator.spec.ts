@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { describe, expect, it } from '@jest/globals';
 import { Exclude, plainToInstance, Transform, Type } from 'class-transformer';
 import { Allow, IsInt, IsOptional, IsString, ValidateNested } from 'class-validator';
+import { InvalidMessageError } from '../errors/invalid-message.error';
 import { payloadValidator } from './payload-validator';
 
 class Plain {
@@ -50,6 +51,10 @@ function expected<T extends object>(cls: new () => T, body: object, allowed: str
   const instance = plainToInstance(cls, body) as Record<string, unknown>;
   for (const key of Object.keys(instance)) if (!allowed.includes(key)) delete instance[key];
   return instance as T;
+}
+
+class Chain {
+  @IsOptional() @ValidateNested() @Type(() => Chain) next?: Chain;
 }
 
 describe('payloadValidator', () => {
@@ -116,5 +121,23 @@ describe('payloadValidator', () => {
     const result = await payloadValidator(Plain)(forged);
     expect(result).toBeInstanceOf(Plain);
     expect((result as { isAdmin?: boolean }).isAdmin).toBeUndefined();
+  });
+
+  it("refuses, never retries, a body so deep that class-transformer's recursion overflows the stack", async () => {
+    const depth = 20_000;
+    const deep: unknown = JSON.parse(`${'{"next":'.repeat(depth)}{}${'}'.repeat(depth)}`);
+
+    const outcome = await Promise.resolve()
+      .then(() => payloadValidator(Chain)(deep))
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+
+    expect(outcome).toBeInstanceOf(InvalidMessageError);
+    expect((outcome as InvalidMessageError).reason).toBe('validation-failed');
+    expect((outcome as InvalidMessageError).message).toMatch(
+      /Maximum call stack size exceeded.*jsonLimits\.maxDepth/,
+    );
   });
 });

@@ -33,10 +33,34 @@ export function payloadValidator(messageClass: new () => object): PayloadValidat
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new InvalidMessageError('validation-failed', 'body must be a JSON object');
     }
-    const instance = toInstance(body);
-    if (plan?.passes(instance)) return instance;
-    return validate(instance, VALIDATOR_OPTIONS).then((errors) => checked(instance, errors));
+    let instance: object;
+    try {
+      instance = toInstance(body);
+      if (plan?.passes(instance)) return instance;
+    } catch (error) {
+      throw refusalOfOverflow(error);
+    }
+    return validate(instance, VALIDATOR_OPTIONS).then(
+      (errors) => checked(instance, errors),
+      (error: unknown) => {
+        throw refusalOfOverflow(error);
+      },
+    );
   };
+}
+
+/**
+ * NOTE: class-transformer and class-validator recurse once per level of the body, and a body deep enough
+ * overflows the stack with a RangeError. That is the message's fault, the same on every attempt, so it is a
+ * refusal: the decode stage's `jsonLimits.maxDepth` refuses such bodies first, and this catches the rest (a
+ * limit raised too far, a class whose own code recurses). Any other error passes on as it was.
+ */
+function refusalOfOverflow(error: unknown): unknown {
+  if (!(error instanceof RangeError)) return error;
+  return new InvalidMessageError(
+    'validation-failed',
+    `the body could not be transformed or validated: ${error.message} (is it nested too deep? see jsonLimits.maxDepth)`,
+  );
 }
 
 /** The parts of class-transformer's metadata storage that tell whether a class has any of its decorators. */

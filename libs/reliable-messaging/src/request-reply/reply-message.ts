@@ -2,6 +2,7 @@ import type { Message } from 'amqplib';
 import { uuidv7 } from '../envelope/uuid-v7';
 import type { OutboundMessage } from '../envelope/envelope';
 import { parseJsonBody } from '../envelope/safe-json';
+import { DEFAULT_JSON_LIMITS, type JsonLimits } from '../options/json-limits.options';
 import { RemoteHandlerError } from '../errors/remote-handler.error';
 import { JSON_CONTENT_TYPE } from '../reliable-messaging.constants';
 import { errorMessage } from '../util/error-text';
@@ -67,11 +68,16 @@ export function buildReply(origin: RequestOrigin, outcome: ReplyOutcome, appId?:
 
 /**
  * What a reply says, for the caller of request `messageType`: the value, or a RemoteHandlerError with the
- * remote error's name and message. A body that is not JSON rejects with the InvalidMessageError that says why.
+ * remote error's name and message. A body that is not JSON within `jsonLimits` rejects with the
+ * InvalidMessageError that says why.
  */
-export function readReply(reply: Pick<Message, 'content' | 'properties'>, messageType: string): ReplyOutcome {
+export function readReply(
+  reply: Pick<Message, 'content' | 'properties'>,
+  messageType: string,
+  jsonLimits: Readonly<JsonLimits> = DEFAULT_JSON_LIMITS,
+): ReplyOutcome {
   const status = (reply.properties.headers ?? {})[REPLY_STATUS_HEADER] as unknown;
-  const body = parseJsonBody(reply.content);
+  const body = parseJsonBody(reply.content, jsonLimits);
   if (status !== 'error' && !(Buffer.isBuffer(status) && status.toString('utf8') === 'error')) {
     return { ok: true, value: body };
   }

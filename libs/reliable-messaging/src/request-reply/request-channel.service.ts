@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { ConfirmChannel, ConsumeMessage, Message } from 'amqplib';
 import { PublisherConnection } from '../amqp/publisher-connection.service';
 import type { OutboundMessage } from '../envelope/envelope';
@@ -7,6 +7,8 @@ import { traceSend } from '../tracing/messaging-tracer';
 import { errorMessage } from '../util/error-text';
 import { PendingRequests, type RequestDescription } from './pending-requests';
 import { DIRECT_REPLY_TO, readReply } from './reply-message';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 
 /** A reply channel and the requests sent on it, whose replies can only come back on it. */
 interface ReplyChannel {
@@ -30,7 +32,10 @@ export class RequestChannel {
   /** The open reply channel; a request waiting for `opening` gets it. */
   private current?: ReplyChannel;
 
-  constructor(private readonly connection: PublisherConnection) {}
+  constructor(
+    private readonly connection: PublisherConnection,
+    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+  ) {}
 
   /**
    * Publishes `message` as a request and resolves with its reply's value; the timeout runs from this call. The
@@ -132,7 +137,9 @@ export class RequestChannel {
     const correlationId = reply.properties.correlationId as string | undefined;
     const settled =
       correlationId !== undefined &&
-      pending.settle(correlationId, (request) => readReply(reply, request.messageType));
+      pending.settle(correlationId, (request) =>
+        readReply(reply, request.messageType, this.options.jsonLimits),
+      );
     if (!settled) {
       this.logger.debug(
         `a reply (correlation id ${correlationId ?? 'none'}) came for no waiting request: it timed out or was abandoned`,

@@ -60,6 +60,7 @@ export function messageView(frame: PageFrame, deadLetter: DeadLetter): SafeHtml 
             >(${String(view.bodyEncoding)}${view.bodyFromClaimCheck ? ', from the claim-check store' : ''})</span
           >
         </h2>
+        ${typeof view.bodyNote === 'string' ? html`<p class="muted" id="body-note">${view.bodyNote}</p>` : ''}
         <pre id="body">${bodyText(view)}</pre>
       </div>
       <div>
