@@ -1,11 +1,17 @@
 import { bodyText, type DeadLetter, headerDate } from 'nestjs-reliable-messaging/operations';
+import type { DeadLetterSummary } from './dead-letter-summary';
 
 /**
  * A JSON-friendly view for the CLI and the admin API: dates as ISO strings, the body parsed when it is JSON,
  * as text when it is UTF-8, else base64 (a claim-checked one's whole message when `show()` read it, with
- * `bodyFromClaimCheck`); header values made printable.
+ * `bodyFromClaimCheck`); header values made printable. A summary (a list's) gives the body's size alone.
  */
-export function describeDeadLetter(deadLetter: DeadLetter, full = false): Record<string, unknown> {
+export function describeDeadLetter(deadLetter: DeadLetterSummary | DeadLetter): Record<string, unknown>;
+export function describeDeadLetter(deadLetter: DeadLetter, full: true): Record<string, unknown>;
+export function describeDeadLetter(
+  deadLetter: DeadLetterSummary | DeadLetter,
+  full = false,
+): Record<string, unknown> {
   const summary: Record<string, unknown> = {
     messageId: deadLetter.messageId,
     queue: deadLetter.queue,
@@ -19,8 +25,9 @@ export function describeDeadLetter(deadLetter: DeadLetter, full = false): Record
     firstFailureAt: deadLetter.firstFailureAt?.toISOString(),
     deadLetteredAt: deadLetter.deadLetteredAt?.toISOString(),
     replayedAt: deadLetter.replayedAt?.toISOString(),
+    bodyBytes: 'body' in deadLetter ? deadLetter.body.length : deadLetter.bodyBytes,
   };
-  if (!full) return summary;
+  if (!full || !('body' in deadLetter)) return summary;
   const textBody = bodyText(deadLetter);
   let body: unknown = textBody;
   let bodyEncoding: 'json' | 'utf-8' | 'base64' = 'utf-8';
