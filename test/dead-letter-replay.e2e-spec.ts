@@ -142,7 +142,8 @@ describe('replaying dead letters: by filter, by time window, edited, and safely 
       errorClass: 'BadQuantity',
       reason: 'non-retryable',
     });
-    expect(JSON.parse(left.body.toString())).toEqual({ orderId: 'f-3', quantity: 0 });
+    const shown = await operations.show(left.messageId as string, QUEUE);
+    expect(JSON.parse(shown.body.toString())).toEqual({ orderId: 'f-3', quantity: 0 });
   });
 
   it('replays a time window of dead letters: since and until select by the time each was dead-lettered', async () => {

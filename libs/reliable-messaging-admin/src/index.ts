@@ -20,8 +20,11 @@ export type { DeadLetterSelection } from './dead-letter/dead-letter-selection';
 export type {
   DeadLetterOperationOptions,
   DeadLetterOperationResult,
+  DeadLetterListOptions,
   DeadLetterListResult,
+  DeadLetterReasonCount,
 } from './dead-letter/dead-letter-operation';
+export type { DeadLetterSummary } from './dead-letter/dead-letter-summary';
 export type { DeadLetterFilter } from './dead-letter/dead-letter-filter';
 
 /** The operations on parked outbox rows (rows the relay set aside as unpublishable) that the command line and the HTTP API share. */

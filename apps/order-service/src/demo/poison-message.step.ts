@@ -1,5 +1,4 @@
-import type { DeadLetter } from 'nestjs-reliable-messaging/operations';
-import type { DeadLetterOperationResult } from 'nestjs-reliable-messaging-admin';
+import type { DeadLetterOperationResult, DeadLetterSummary } from 'nestjs-reliable-messaging-admin';
 import { openDeadLetterTool } from './dead-letter-tool';
 import type { DemoContext, DemoStep } from './demo-step';
 import { pollUntil } from './poll-until';
@@ -11,7 +10,7 @@ const WAIT_MS = 30_000;
 
 /** What happened to the poison message, for the check. */
 interface PoisonOutcome {
-  deadLetter?: DeadLetter;
+  deadLetter?: DeadLetterSummary;
   replay?: DeadLetterOperationResult;
   error?: string;
 }

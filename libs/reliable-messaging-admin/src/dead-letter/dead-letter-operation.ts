@@ -1,5 +1,5 @@
-import type { DeadLetter } from 'nestjs-reliable-messaging/operations';
 import type { DeadLetterAuditAction } from '../audit/dead-letter-audit.entity';
+import type { DeadLetterSummary } from './dead-letter-summary';
 
 /** How an operation runs. */
 export interface DeadLetterOperationOptions {
@@ -36,9 +36,39 @@ export interface DeadLetterOperationResult {
   auditId?: string;
 }
 
-/** What a list found. */
+/** The bytes one list or count reads unless it says otherwise: 64 MiB. */
+export const DEFAULT_MAX_READ_BYTES = 64 * 1024 * 1024;
+
+/** How a list or a count runs. */
+export interface DeadLetterListOptions extends Pick<DeadLetterOperationOptions, 'limit' | 'onProgress'> {
+  /**
+   * The most bytes to read (bodies included: the broker delivers each one whole, matching or not, and roughly
+   * the headers); the read stops once it reached them, and says so (`stoppedAtReadBudget`). Default: 64 MiB.
+   */
+  maxReadBytes?: number;
+}
+
+/** What a list found: dead letters without their bodies (`show` reads one body). */
 export interface DeadLetterListResult {
-  deadLetters: DeadLetter[];
+  deadLetters: DeadLetterSummary[];
+  scanned: number;
+  /** Messages were left unread (the limit, or the read budget, was reached): narrow the filter or repeat. */
+  more: boolean;
+  /** Bytes read, bodies included. */
+  readBytes: number;
+  /** The read stopped at `maxReadBytes`: the list is partial. */
+  stoppedAtReadBudget: boolean;
+}
+
+/** What a count by reason found. */
+export interface DeadLetterReasonCount {
+  /** Dead letters by reason, most first. */
+  reasons: Array<{ reason: string; count: number }>;
+  /** Dead letters counted. */
+  counted: number;
   scanned: number;
   more: boolean;
+  readBytes: number;
+  /** The count stopped at `maxReadBytes`: it is partial. */
+  stoppedAtReadBudget: boolean;
 }

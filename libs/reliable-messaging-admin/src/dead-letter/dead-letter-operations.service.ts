@@ -23,8 +23,11 @@ import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query
 import { DeadLetterAudit } from '../audit/dead-letter-audit.service';
 import type { DeadLetterFilter } from './dead-letter-filter';
 import {
+  DEFAULT_MAX_READ_BYTES,
   NO_MESSAGE_ID,
+  type DeadLetterListOptions,
   type DeadLetterListResult,
+  type DeadLetterReasonCount,
   type DeadLetterOperationOptions,
   type DeadLetterOperationResult,
 } from './dead-letter-operation';
@@ -36,8 +39,23 @@ import {
   requireSelection,
   type DeadLetterSelection,
 } from './dead-letter-selection';
+import { summarizeDeadLetter, type DeadLetterSummary } from './dead-letter-summary';
 import { checkEditedBody } from './edited-body';
 import { replayMessage } from './replay-message';
+
+/** The longest reason a count keeps as it is; a longer one (a publisher wrote it) is cut. */
+const MAX_REASON_LENGTH = 200;
+
+/** A read budget: the default when none is given; refused unless a positive whole number of bytes. */
+function checkMaxReadBytes(maxReadBytes: number | undefined): number {
+  const value = maxReadBytes ?? DEFAULT_MAX_READ_BYTES;
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new InvalidDeadLetterQueryError(
+      `'maxReadBytes' must be a positive integer, got ${String(maxReadBytes)}`,
+    );
+  }
+  return value;
+}
 
 /**
  * The operations on dead letters that the command line and the admin API share: list with filters, show one,
@@ -66,35 +84,67 @@ export class DeadLetterOperations {
     return this.registry.discoveredConsumers.map((consumer) => consumer.queue);
   }
 
-  /** Dead letters matching the filter, oldest first, up to `limit` (default 1000). */
-  async list(
-    filter: DeadLetterFilter,
-    options: Pick<DeadLetterOperationOptions, 'limit' | 'onProgress'> = {},
-  ): Promise<DeadLetterListResult> {
+  /**
+   * Dead letters matching the filter, oldest first, up to `limit` (default 1000), without their bodies: each
+   * body is let go as soon as it is read, and the read stops at `maxReadBytes` (default 64 MiB).
+   */
+  async list(filter: DeadLetterFilter, options: DeadLetterListOptions = {}): Promise<DeadLetterListResult> {
     const limit = checkLimit(options.limit);
-    const deadLetters: DeadLetter[] = [];
-    const { scanned, more } = await this.scan(
+    const deadLetters: DeadLetterSummary[] = [];
+    const scan = await this.scan(
       filter,
       limit,
       options.onProgress,
       async (_reader, _message, deadLetter) => {
-        deadLetters.push(deadLetter);
+        deadLetters.push(summarizeDeadLetter(deadLetter));
         return true;
       },
+      checkMaxReadBytes(options.maxReadBytes),
     );
-    return { deadLetters, scanned, more };
+    return { deadLetters, ...scan };
+  }
+
+  /**
+   * The dead letters matching the filter counted by reason, oldest first, up to `limit`, keeping nothing of
+   * them but the count, and within `maxReadBytes` (default 64 MiB) as a list.
+   */
+  async countReasons(
+    filter: DeadLetterFilter,
+    options: DeadLetterListOptions = {},
+  ): Promise<DeadLetterReasonCount> {
+    const counts = new Map<string, number>();
+    let counted = 0;
+    const scan = await this.scan(
+      filter,
+      checkLimit(options.limit),
+      options.onProgress,
+      async (_reader, _message, { reason }) => {
+        // A publisher writes the reason: a bounded key keeps a forged one from growing the count.
+        const key = reason.length > MAX_REASON_LENGTH ? `${reason.slice(0, MAX_REASON_LENGTH)}…` : reason;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+        counted++;
+        return true;
+      },
+      checkMaxReadBytes(options.maxReadBytes),
+    );
+    const reasons = [...counts]
+      .map(([reason, count]) => ({ reason, count }))
+      .sort((a, b) => b.count - a.count || a.reason.localeCompare(b.reason));
+    return { reasons, counted, ...scan };
   }
 
   /**
    * One dead letter by message id, searched in `queue`'s dead-letter queue or in all of them; a claim-checked
    * one with its whole message in `fullBody` when the store has it (a store that cannot be reached, or a body
-   * that is gone, leaves it out rather than fail the read).
+   * that is gone, leaves it out rather than fail the read). The only read that keeps a body: the one found.
    */
   async show(messageId: string, queue?: string): Promise<DeadLetter> {
-    const found = await this.list({ queue, messageIds: [messageId] }, { limit: 1 });
-    if (found.deadLetters.length === 0)
-      throw new DeadLetterNotFoundError(messageId, this.deadLetterQueues(queue));
-    const deadLetter = found.deadLetters[0];
+    let deadLetter: DeadLetter | undefined;
+    await this.scan({ queue, messageIds: [messageId] }, 1, undefined, async (_reader, _message, found) => {
+      deadLetter = found;
+      return false;
+    });
+    if (!deadLetter) throw new DeadLetterNotFoundError(messageId, this.deadLetterQueues(queue));
     if (deadLetter.headers[HEADERS.claimCheck] !== undefined) {
       deadLetter.fullBody = await this.claimCheckReader
         .resolve({
@@ -329,9 +379,11 @@ export class DeadLetterOperations {
     limit: number,
     onProgress: DeadLetterOperationOptions['onProgress'],
     visit: DeadLetterVisit,
+    maxReadBytes?: number,
   ): Promise<DeadLetterScanResult> {
     const model = this.model();
-    return scanDeadLetters(model, this.deadLetterQueues(filter.queue), filter, limit, onProgress, visit);
+    const queues = this.deadLetterQueues(filter.queue);
+    return scanDeadLetters(model, queues, filter, limit, onProgress, visit, maxReadBytes);
   }
 
   /** The dead-letter queues to read: the named one, every lane's when it names a consumer with lanes, else all. */

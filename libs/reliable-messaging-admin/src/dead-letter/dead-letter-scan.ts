@@ -2,6 +2,7 @@ import type { ChannelModel, GetMessage } from 'amqplib';
 import { type DeadLetter, readDeadLetter } from 'nestjs-reliable-messaging/operations';
 import { matchesFilter, type DeadLetterFilter } from './dead-letter-filter';
 import { DeadLetterReader } from './dead-letter-reader';
+import { headerBytes } from './dead-letter-summary';
 
 /** Called for each matching dead letter while its reader holds it; resolving false ends the scan. */
 export type DeadLetterVisit = (
@@ -16,6 +17,10 @@ export interface DeadLetterScanResult {
   scanned: number;
   /** The scan stopped with messages left unread. */
   more: boolean;
+  /** Bytes read: every body `basic.get` delivered, and roughly its headers. */
+  readBytes: number;
+  /** The scan stopped because the bytes read reached `maxReadBytes`. */
+  stoppedAtReadBudget: boolean;
 }
 
 /**
@@ -24,6 +29,9 @@ export interface DeadLetterScanResult {
  * messages it still holds) when its queue is done or the scan ends. A dead letter that came back during the scan
  * (a replayed message that failed again: the same message id, dead-lettered more often) is left for the next
  * scan, so one replay never replays a message twice; copies with the same count are each visited.
+ *
+ * A scan also stops once the bytes it has read (bodies included: `basic.get` delivers them whole, matching or
+ * not) reach `maxReadBytes`, so a request's reading is bounded by bytes as well as by count.
  */
 export async function scanDeadLetters(
   model: ChannelModel,
@@ -32,6 +40,7 @@ export async function scanDeadLetters(
   limit: number,
   onProgress: ((scanned: number, total: number) => void) | undefined,
   visit: DeadLetterVisit,
+  maxReadBytes = Infinity,
 ): Promise<DeadLetterScanResult> {
   const readers: DeadLetterReader[] = [];
   try {
@@ -39,14 +48,23 @@ export async function scanDeadLetters(
     const total = readers.reduce((sum, reader) => sum + reader.depth, 0);
     let scanned = 0;
     let matched = 0;
+    let readBytes = 0;
+    const stop = (stoppedAtReadBudget = false) => ({
+      scanned,
+      more: scanned < total,
+      readBytes,
+      stoppedAtReadBudget,
+    });
     const visitedCounts = new Map<string, number>();
     onProgress?.(0, total);
     for (const reader of readers) {
       for (;;) {
-        if (matched >= limit) return { scanned, more: scanned < total };
+        if (matched >= limit) return stop();
+        if (readBytes >= maxReadBytes) return stop(true);
         const message = await reader.next();
         if (!message) break;
         scanned++;
+        readBytes += message.content.length + headerBytes(message.properties.headers);
         onProgress?.(scanned, total);
         const deadLetter = readDeadLetter(message, reader.queue);
         if (!matchesFilter(deadLetter, filter)) continue;
@@ -56,11 +74,11 @@ export async function scanDeadLetters(
           visitedCounts.set(deadLetter.messageId, deadLetter.deadLetterCount);
         }
         matched++;
-        if (!(await visit(reader, message, deadLetter))) return { scanned, more: scanned < total };
+        if (!(await visit(reader, message, deadLetter))) return stop();
       }
       await reader.close();
     }
-    return { scanned, more: false };
+    return { scanned, more: false, readBytes, stoppedAtReadBudget: false };
   } finally {
     for (const reader of readers) await reader.close();
   }

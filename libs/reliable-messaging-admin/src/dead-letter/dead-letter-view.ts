@@ -1,15 +1,22 @@
 import { bodyText, type DeadLetter, headerDate } from 'nestjs-reliable-messaging/operations';
 import { DEFAULT_JSON_LIMITS, findJsonProblem, type JsonLimits } from 'nestjs-reliable-messaging/safe-json';
+import type { DeadLetterSummary } from './dead-letter-summary';
 
 /**
  * A JSON-friendly view for the CLI and the admin API: dates as ISO strings, the body parsed when it is JSON
  * within `jsonLimits`, as text when it is UTF-8, else base64 (a claim-checked one's whole message when `show()`
  * read it, with `bodyFromClaimCheck`); header values made printable. A body that is JSON but breaks the limits
  * (a dead letter refused as `json-too-deep`, say) is shown as text with a `bodyNote` saying why: parsed, it
- * could overflow the stack of whatever serialises the view.
+ * could overflow the stack of whatever serialises the view. A summary (a list's) gives the body's size alone.
  */
+export function describeDeadLetter(deadLetter: DeadLetterSummary | DeadLetter): Record<string, unknown>;
 export function describeDeadLetter(
   deadLetter: DeadLetter,
+  full: true,
+  jsonLimits?: Readonly<JsonLimits>,
+): Record<string, unknown>;
+export function describeDeadLetter(
+  deadLetter: DeadLetterSummary | DeadLetter,
   full = false,
   jsonLimits: Readonly<JsonLimits> = DEFAULT_JSON_LIMITS,
 ): Record<string, unknown> {
@@ -26,8 +33,9 @@ export function describeDeadLetter(
     firstFailureAt: deadLetter.firstFailureAt?.toISOString(),
     deadLetteredAt: deadLetter.deadLetteredAt?.toISOString(),
     replayedAt: deadLetter.replayedAt?.toISOString(),
+    bodyBytes: 'body' in deadLetter ? deadLetter.body.length : deadLetter.bodyBytes,
   };
-  if (!full) return summary;
+  if (!full || !('body' in deadLetter)) return summary;
   const textBody = bodyText(deadLetter);
   let body: unknown = textBody;
   let bodyEncoding: 'json' | 'utf-8' | 'base64' = 'utf-8';

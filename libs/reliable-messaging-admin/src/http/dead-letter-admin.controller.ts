@@ -15,7 +15,9 @@ type Input = AdminInput;
 /**
  * The dead-letter admin API: the same operations as the command line, over HTTP. Mounted by
  * `DeadLetterAdminModule.register()` under its `path`, behind its token check or guard. Every request is
- * bounded by `maxBatchSize`; a replay or purge that hits it answers `more: true`, and the caller repeats.
+ * bounded by `maxBatchSize`; a replay or purge that hits it answers `more: true`, and the caller repeats. A list
+ * keeps no bodies (each entry gives `bodyBytes`) and reads at most `maxReadBytesPerRequest`; one that stops there
+ * answers `stoppedAtReadBudget: true` with what it found.
  *
  * - `GET    queues`                                    depth and oldest age of each dead-letter queue
  * - `GET    messages?queue&type&errorClass&reason&since&until&text&messageIds&limit`
@@ -45,10 +47,11 @@ export class DeadLetterAdminController {
   async list(@Query() query: Input): Promise<unknown> {
     return this.run(async () => {
       const filter = parseDeadLetterFilter(this.filterInput(query));
-      const { deadLetters, scanned, more } = await this.operations.list(filter, {
+      const { deadLetters, ...read } = await this.operations.list(filter, {
         limit: this.limit(query.limit),
+        maxReadBytes: this.options.maxReadBytesPerRequest,
       });
-      return { deadLetters: deadLetters.map((deadLetter) => describeDeadLetter(deadLetter)), scanned, more };
+      return { deadLetters: deadLetters.map((deadLetter) => describeDeadLetter(deadLetter)), ...read };
     });
   }
 

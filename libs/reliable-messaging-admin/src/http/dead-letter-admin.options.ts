@@ -17,6 +17,12 @@ export interface DeadLetterAdminOptions {
   /** The most messages (or parked outbox rows) one request may list, replay, purge, retry or discard. Default: 100. */
   maxBatchSize?: number;
   /**
+   * The most bytes one list or overview reads from the dead-letter queues, bodies included (the broker delivers
+   * each body whole, though a list keeps only its size). A read that reaches it stops and says the answer is
+   * partial. At least 1 MiB. Default: 64 MiB.
+   */
+  maxReadBytesPerRequest?: number;
+  /**
    * Serve the operator console, a web page for the same operations, under `<path>/console`, behind the same
    * tokens (a sign-in form) or guard. Default: false.
    */
@@ -32,6 +38,7 @@ export interface ResolvedDeadLetterAdminOptions {
   guard?: Type<CanActivate>;
   actor?: (request: unknown) => string | undefined;
   maxBatchSize: number;
+  maxReadBytesPerRequest: number;
   console: boolean;
   consoleSessionTtlMs: number;
 }
@@ -41,6 +48,8 @@ export const DEAD_LETTER_ADMIN_OPTIONS = Symbol('DEAD_LETTER_ADMIN_OPTIONS');
 
 export const DEFAULT_ADMIN_PATH = 'admin/dead-letters';
 export const DEFAULT_ADMIN_MAX_BATCH_SIZE = 100;
+export const DEFAULT_ADMIN_MAX_READ_BYTES = 64 * 1024 * 1024;
+const MIN_READ_BYTES = 1024 * 1024;
 export const DEFAULT_CONSOLE_SESSION_TTL_MS = 8 * 3_600_000;
 const MIN_TOKEN_LENGTH = 32;
 
@@ -66,6 +75,12 @@ export function resolveAdminOptions(options: DeadLetterAdminOptions): ResolvedDe
       `DeadLetterAdminModule: 'maxBatchSize' must be an integer from 1 to 10000, got ${String(maxBatchSize)}`,
     );
   }
+  const maxReadBytesPerRequest = options.maxReadBytesPerRequest ?? DEFAULT_ADMIN_MAX_READ_BYTES;
+  if (!Number.isSafeInteger(maxReadBytesPerRequest) || maxReadBytesPerRequest < MIN_READ_BYTES) {
+    throw new ConfigurationError(
+      `DeadLetterAdminModule: 'maxReadBytesPerRequest' must be an integer of at least ${MIN_READ_BYTES} (1 MiB), got ${String(maxReadBytesPerRequest)}`,
+    );
+  }
   const path = (options.path ?? DEFAULT_ADMIN_PATH).replace(/^\/+|\/+$/g, '');
   if (path === '') throw new ConfigurationError("DeadLetterAdminModule: 'path' must not be empty");
   const consoleSessionTtlMs = options.consoleSessionTtlMs ?? DEFAULT_CONSOLE_SESSION_TTL_MS;
@@ -80,6 +95,7 @@ export function resolveAdminOptions(options: DeadLetterAdminOptions): ResolvedDe
     guard: options.guard,
     actor: options.actor,
     maxBatchSize,
+    maxReadBytesPerRequest,
     console: options.console === true,
     consoleSessionTtlMs,
   };

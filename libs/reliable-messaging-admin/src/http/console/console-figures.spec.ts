@@ -9,6 +9,7 @@ import type {
   ResolvedMessagingOptions,
 } from 'nestjs-reliable-messaging/operations';
 import type { DeadLetterOperations } from '../../dead-letter/dead-letter-operations.service';
+import type { ResolvedDeadLetterAdminOptions } from '../dead-letter-admin.options';
 import { ConsoleFigures } from './console-figures';
 
 /** A registry whose consumers' counts the test sets, and the depths the broker would report. */
@@ -39,6 +40,7 @@ function figures(options: { dataSource?: object; parked?: number | Error } = {})
     } as unknown as ConsumerRegistry,
     outbox as unknown as OutboxMonitor,
     { dataSource: options.dataSource } as ResolvedMessagingOptions,
+    { maxReadBytesPerRequest: 64 * 2 ** 20 } as ResolvedDeadLetterAdminOptions,
   );
   return { subject, statuses };
 }

@@ -9,6 +9,7 @@ import {
   type ResolvedMessagingOptions,
 } from 'nestjs-reliable-messaging/operations';
 import { DeadLetterOperations } from '../../dead-letter/dead-letter-operations.service';
+import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from '../dead-letter-admin.options';
 
 /** One consumer queue on the overview. */
 export interface ConsumerQueueFigures {
@@ -36,6 +37,8 @@ export interface DeadLetterQueueFigures {
   /** Dead letters by reason, most first, over the oldest `reasonsCounted` of them. */
   reasons: Array<{ reason: string; count: number }>;
   reasonsCounted: number;
+  /** The count stopped at the read budget, this many bytes: it is partial. Undefined when it did not. */
+  stoppedAtReadBudget?: number;
   /** Why the queue could not be read. */
   error?: string;
 }
@@ -49,7 +52,7 @@ export interface ConsoleOverview {
   readAt: Date;
 }
 
-/** The most dead letters of one queue read to count them by reason. */
+/** The most dead letters of one queue read to count them by reason (within the read budget). */
 export const REASON_SAMPLE = 1000;
 
 /** The shortest time between two counts a rate is worked out over; a quicker reload keeps the older count. */
@@ -65,7 +68,8 @@ interface CompletedCount {
  * The figures of the console's overview, in one place: the queue depth monitor for consumer queues (ready,
  * consumers, oldest-message age), the consumers of this process (in flight, and the rate at which they finish
  * deliveries, from the count each keeps, between two overviews), the dead-letter monitor for dead-letter queues,
- * a read of each non-empty dead-letter queue for its reasons, and the outbox's parked rows.
+ * a read of each non-empty dead-letter queue for its reasons (which keeps no body, and stops at the admin
+ * option `maxReadBytesPerRequest`), and the outbox's parked rows.
  */
 @Injectable()
 export class ConsoleFigures {
@@ -80,6 +84,7 @@ export class ConsoleFigures {
     private readonly registry: ConsumerRegistry,
     private readonly outbox: OutboxMonitor,
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly messaging: ResolvedMessagingOptions,
+    @Inject(DEAD_LETTER_ADMIN_OPTIONS) private readonly admin: ResolvedDeadLetterAdminOptions,
   ) {}
 
   /** Whether the app has an outbox (the module's `dataSource` option). */
@@ -152,13 +157,14 @@ export class ConsoleFigures {
       const [stats] = await this.deadLetters.read([queue]);
       Object.assign(figures, { depth: stats.depth, oldestAgeSeconds: stats.oldestAgeSeconds });
       if (stats.depth === 0) return figures;
-      const { deadLetters } = await this.operations.list({ queue }, { limit: REASON_SAMPLE });
-      const counts = new Map<string, number>();
-      for (const { reason } of deadLetters) counts.set(reason, (counts.get(reason) ?? 0) + 1);
-      figures.reasons = [...counts]
-        .map(([reason, count]) => ({ reason, count }))
-        .sort((a, b) => b.count - a.count || a.reason.localeCompare(b.reason));
-      figures.reasonsCounted = deadLetters.length;
+      const budget = this.admin.maxReadBytesPerRequest;
+      const count = await this.operations.countReasons(
+        { queue },
+        { limit: REASON_SAMPLE, maxReadBytes: budget },
+      );
+      figures.reasons = count.reasons;
+      figures.reasonsCounted = count.counted;
+      if (count.stoppedAtReadBudget) figures.stoppedAtReadBudget = budget;
     } catch (error) {
       figures.error = errorMessage(error);
     }

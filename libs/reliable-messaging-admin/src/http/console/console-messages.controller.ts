@@ -37,13 +37,19 @@ export class ConsoleMessagesController {
       deadLetters: [] as Awaited<ReturnType<DeadLetterOperations['list']>>['deadLetters'],
       scanned: 0,
       more: false,
+      stoppedAtReadBudget: false,
       maxBatchSize: this.options.maxBatchSize,
+      maxReadBytes: this.options.maxReadBytesPerRequest,
       error: undefined as string | undefined,
     };
     try {
       const { all: _all, ...selection } = selectionOf(filter);
       const limit = listLimit(filter.limit, this.options.maxBatchSize);
-      Object.assign(page, await this.operations.list(selection, { limit }));
+      const { deadLetters, scanned, more, stoppedAtReadBudget } = await this.operations.list(selection, {
+        limit,
+        maxReadBytes: this.options.maxReadBytesPerRequest,
+      });
+      Object.assign(page, { deadLetters, scanned, more, stoppedAtReadBudget });
     } catch (error) {
       if (!(error instanceof InvalidDeadLetterQueryError)) throw error;
       page.error = error.message;

@@ -33,6 +33,13 @@ export function count(value: number | undefined): string {
   return value === undefined ? '–' : value.toLocaleString('en-US');
 }
 
+/** A size in bytes, in MiB past one (`64 MiB`), else in KiB or bytes. */
+export function bytes(value: number): string {
+  if (value >= 1024 * 1024) return `${count(Math.round(value / (1024 * 1024)))} MiB`;
+  if (value >= 1024) return `${count(Math.round(value / 1024))} KiB`;
+  return `${count(value)} bytes`;
+}
+
 /** A query string of the non-empty fields. */
 export function query(fields: Record<string, string | string[] | undefined>): string {
   const params = new URLSearchParams();

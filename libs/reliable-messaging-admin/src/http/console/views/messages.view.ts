@@ -1,6 +1,6 @@
-import type { DeadLetter } from 'nestjs-reliable-messaging/operations';
+import type { DeadLetterSummary } from '../../../dead-letter/dead-letter-summary';
 import { html, type SafeHtml } from '../html';
-import { count, filterInputs, query, when } from './format';
+import { bytes, count, filterInputs, query, when } from './format';
 import { notice, type PageFrame } from './layout.view';
 
 /** The list filters as the page's query string gives them, the CLI's filters by their API names. */
@@ -27,10 +27,13 @@ const FILTERS: Array<[keyof FilterFields, string, string]> = [
 export interface MessagesPage {
   queues: string[];
   filter: FilterFields;
-  deadLetters: DeadLetter[];
+  deadLetters: DeadLetterSummary[];
   scanned: number;
   more: boolean;
+  /** The read stopped at the read budget, `maxReadBytes`. */
+  stoppedAtReadBudget: boolean;
   maxBatchSize: number;
+  maxReadBytes: number;
   error?: string;
 }
 
@@ -87,7 +90,15 @@ export function messagesView(frame: PageFrame, page: MessagesPage): SafeHtml {
     ${page.error ? notice('error', page.error) : ''}
     <p id="list-summary">
       ${count(page.deadLetters.length)} dead letter(s), oldest first; ${count(page.scanned)}
-      read${page.more ? html` — <b>limit reached</b>: more may match (at most ${count(page.maxBatchSize)} a page; narrow the filter)` : ''}.
+      read${
+        page.stoppedAtReadBudget
+          ? html` — <b>read budget reached</b>: the read stopped after ${bytes(page.maxReadBytes)}; more may
+              match (narrow the filter)`
+          : page.more
+            ? html` — <b>limit reached</b>: more may match (at most ${count(page.maxBatchSize)} a page; narrow
+                the filter)`
+            : ''
+      }.
     </p>
     <form method="get" action="${frame.base}/replay">
       ${filter.queue ? html`<input type="hidden" name="queue" value="${filter.queue}" />` : ''}

@@ -1,6 +1,6 @@
 import { html, type SafeHtml } from '../html';
 import type { ConsoleOverview } from '../console-figures';
-import { age, count, query } from './format';
+import { age, bytes, count, query } from './format';
 import type { PageFrame } from './layout.view';
 
 function oldest(seconds: number | null | undefined, unmeasured: string): SafeHtml {
@@ -69,7 +69,7 @@ export function overviewView(frame: PageFrame, overview: ConsoleOverview): SafeH
                   >${reason.reason} <b>${count(reason.count)}</b></a
                 >`,
             )
-          }${queue.depth !== undefined && queue.reasonsCounted < queue.depth ? html` <span class="muted">(of the oldest ${count(queue.reasonsCounted)})</span>` : ''}
+          }${queue.depth !== undefined && queue.reasonsCounted < queue.depth ? html` <span class="muted">(of the oldest ${count(queue.reasonsCounted)}${queue.stoppedAtReadBudget ? html`: the count stopped at the read budget of ${bytes(queue.stoppedAtReadBudget)}` : ''})</span>` : ''}
         </td>
       </tr>`,
   );
