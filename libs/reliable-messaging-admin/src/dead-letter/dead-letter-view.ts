@@ -1,15 +1,20 @@
 import { bodyText, type DeadLetter, headerDate } from 'nestjs-reliable-messaging/operations';
+import { claimedQueueWarning } from './claimed-queue-warning';
 
 /**
  * A JSON-friendly view for the CLI and the admin API: dates as ISO strings, the body parsed when it is JSON,
  * as text when it is UTF-8, else base64 (a claim-checked one's whole message when `show()` read it, with
- * `bodyFromClaimCheck`); header values made printable.
+ * `bodyFromClaimCheck`); header values made printable. A dead letter whose header claims another queue than the
+ * one it sits in carries `claimedQueue` and a `warning`.
  */
 export function describeDeadLetter(deadLetter: DeadLetter, full = false): Record<string, unknown> {
   const summary: Record<string, unknown> = {
     messageId: deadLetter.messageId,
     queue: deadLetter.queue,
     deadLetterQueue: deadLetter.deadLetterQueue,
+    ...(deadLetter.claimedQueue !== undefined
+      ? { claimedQueue: deadLetter.claimedQueue, warning: claimedQueueWarning(deadLetter) }
+      : {}),
     type: deadLetter.type,
     reason: deadLetter.reason,
     errorClass: deadLetter.errorClass,
