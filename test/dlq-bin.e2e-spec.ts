@@ -65,7 +65,7 @@ describe('the admin package’s dlq bin, run as an operator runs it in a pod: no
     await db?.drop();
   });
 
-  /** Runs the bin with only what a pod has: the broker, the database and the app's exchange name. */
+  /** Runs the bin with only what a pod has: the broker, the database, the app's exchange name and queues. */
   function dlq(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
     const child = spawn(process.execPath, [DLQ_BIN, ...args], {
       env: {
@@ -74,6 +74,7 @@ describe('the admin package’s dlq bin, run as an operator runs it in a pod: no
         DATABASE_URL: db.database.url,
         RM_EXCHANGE: broker.name('events'),
         RM_CONNECTION_NAME: `${broker.prefix}.dlq-bin`,
+        RM_QUEUES: QUEUE,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -16,6 +16,8 @@ export type { DeadLetterAdminOptions } from './http/dead-letter-admin.options';
 
 /** The operations the command line and the HTTP API share, for scripts and tests of your own. */
 export { DeadLetterOperations } from './dead-letter/dead-letter-operations.service';
+/** The consumer queues a process without the app's consumers may act on (the `dlq` bin's `RM_QUEUES`). */
+export { DECLARED_DEAD_LETTER_QUEUES } from './dead-letter/declared-queues';
 export type { DeadLetterSelection } from './dead-letter/dead-letter-selection';
 export type {
   DeadLetterOperationOptions,

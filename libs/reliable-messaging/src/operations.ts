@@ -67,7 +67,7 @@ export { OutboxStore, type MovedRow, type StoredParkedRow } from './outbox/outbo
 export { isOutboxRowId, MAX_OUTBOX_ROW_ID } from './outbox/outbox-row-id';
 /** Reads a claim-checked body back from its store, as consumers do. */
 export { ClaimCheckReader } from './claim-check/claim-check-reader.service';
-/** The dead letters' own copies of claim-checked bodies; `discardCopyOf` deletes a purged or replayed dead letter's copy. */
+/** The dead letters' own copies of claim-checked bodies; `copyForReplay` gives a replayed message a fresh one. */
 export { DeadLetterClaimCheck } from './claim-check/dead-letter-claim-check.service';
 /** A dead letter as the module reads it (reason, origin, attempts, error, body), and its readers. */
 export { readDeadLetter, bodyText, headerDate, type DeadLetter } from './dead-letter/dead-letter-record';

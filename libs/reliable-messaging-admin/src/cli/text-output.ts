@@ -1,4 +1,5 @@
 import type { DeadLetter } from 'nestjs-reliable-messaging/operations';
+import { claimedQueueWarning } from '../dead-letter/claimed-queue-warning';
 import { describeDeadLetter } from '../dead-letter/dead-letter-view';
 
 /** One dead letter in full, for a reader: a field per line, then its headers, body and stack. */
@@ -8,6 +9,7 @@ export function describeForHumans(d: DeadLetter): string {
     `message id      ${d.messageId ?? '-'}`,
     `type            ${d.type ?? '-'}`,
     `queue           ${d.queue} (dead-letter queue ${d.deadLetterQueue})`,
+    ...(d.claimedQueue !== undefined ? [`WARNING         ${claimedQueueWarning(d)}`] : []),
     `reason          ${d.reason}`,
     `error           ${d.errorClass ?? '-'}: ${d.errorMessage ?? '-'}`,
     `attempts        ${d.attempts ?? '-'} (dead-lettered ${d.deadLetterCount} time(s))`,

@@ -13,6 +13,7 @@ import {
 } from 'nestjs-reliable-messaging';
 import { errorMessage } from 'nestjs-reliable-messaging/operations';
 import type { DataSource } from 'typeorm';
+import { DECLARED_DEAD_LETTER_QUEUES } from '../dead-letter/declared-queues';
 import { ReliableMessagingAdminModule } from '../reliable-messaging-admin.module';
 
 /**
@@ -22,6 +23,11 @@ import { ReliableMessagingAdminModule } from '../reliable-messaging-admin.module
 export interface ToolEnvironment {
   /** The broker, `amqp://user:password@host:5672/vhost`; several nodes comma-separated. Required. */
   AMQP_URL?: string;
+  /**
+   * The app's consumer queues, comma-separated (`orders,billing`): the tool reads, replays and purges only their
+   * dead-letter queues (`<queue>.dlq`), and refuses any other queue. Default: none, so every command is refused.
+   */
+  RM_QUEUES?: string;
   /** The app's PostgreSQL (`postgres://...`): needed for parked outbox rows and the audit table. Default: none (the audit trail goes to a file). */
   DATABASE_URL?: string;
   /** The app's `exchange` option. Default: `events`. */
@@ -75,10 +81,17 @@ class DlqToolModule {
   static register(
     options: ReliableMessagingModuleOptions,
     dataSource: DataSource | undefined,
+    queues: readonly string[],
   ): DynamicModule {
     return {
       module: DlqToolModule,
-      imports: [ReliableMessagingModule.forRoot({ ...options, dataSource }), ReliableMessagingAdminModule],
+      imports: [
+        ReliableMessagingModule.forRoot({ ...options, dataSource }),
+        {
+          module: ReliableMessagingAdminModule,
+          providers: [{ provide: DECLARED_DEAD_LETTER_QUEUES, useValue: queues }],
+        },
+      ],
       providers: [{ provide: TOOL_DATA_SOURCE, useValue: dataSource }, ToolDataSourceCloser],
     };
   }
@@ -96,14 +109,25 @@ export async function createToolContext(
   const options = toolOptionsFromEnv(env);
   const dataSource = env.DATABASE_URL ? await openDataSource(env.DATABASE_URL) : undefined;
   try {
-    return await NestFactory.createApplicationContext(DlqToolModule.register(options, dataSource), {
-      logger: ['error', 'warn'],
-      abortOnError: false,
-    });
+    return await NestFactory.createApplicationContext(
+      DlqToolModule.register(options, dataSource, toolQueuesFromEnv(env)),
+      {
+        logger: ['error', 'warn'],
+        abortOnError: false,
+      },
+    );
   } catch (error) {
     if (dataSource?.isInitialized) await dataSource.destroy();
     throw error;
   }
+}
+
+/** The app's consumer queues from `RM_QUEUES`. */
+export function toolQueuesFromEnv(env: ToolEnvironment): string[] {
+  return (env.RM_QUEUES ?? '')
+    .split(',')
+    .map((queue) => queue.trim())
+    .filter((queue) => queue !== '');
 }
 
 async function openDataSource(url: string): Promise<DataSource> {

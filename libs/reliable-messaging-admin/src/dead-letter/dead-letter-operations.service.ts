@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { ChannelModel, ConsumeMessage, GetMessage } from 'amqplib';
 import { HEADERS, UnroutableMessageError } from 'nestjs-reliable-messaging';
 import {
@@ -40,6 +40,7 @@ import {
   type DeadLetterSelection,
 } from './dead-letter-selection';
 import { summarizeDeadLetter, type DeadLetterSummary } from './dead-letter-summary';
+import { DECLARED_DEAD_LETTER_QUEUES } from './declared-queues';
 import { checkEditedBody } from './edited-body';
 import { replayMessage } from './replay-message';
 
@@ -62,10 +63,15 @@ function checkMaxReadBytes(maxReadBytes: number | undefined): number {
  * replay (one, a filtered set, a time window), edit a body and replay it, purge. Each reads the dead-letter
  * queues with a DeadLetterReader (nothing is lost or reordered: only what is replayed or purged is removed);
  * each can be a dry run; each replay, edit and purge is audited. Replays are confirmed by the broker before
- * their dead letter is removed. A claim-checked dead letter's own copy of its body (DeadLetterClaimCheck) is
- * deleted when the dead letter is purged or replaced by an edit; a plain replay keeps referring to it, and the
- * pruner deletes it when it expires (`claimCheck.deadLetterTimeToLiveMs`). A replay or purge that matches nothing
- * throws EmptySelectionError (audited as failed) unless `allowEmpty` is set.
+ * their dead letter is removed. A replay or purge that matches nothing throws EmptySelectionError (audited as
+ * failed) unless `allowEmpty` is set.
+ *
+ * What a publisher wrote is never trusted to route or delete: the operations read only this app's dead-letter
+ * queues (a `queue` that is not one of its consumers' is refused before the broker is asked), a replay goes to
+ * the consumer queue of the dead-letter queue the message sits in (never a header's), and no operation deletes a
+ * stored body. A plain replay of a claim-checked dead letter gives the replayed message a fresh copy of its body
+ * (DeadLetterClaimCheck.copyForReplay); the dead letter's own copy is left to the pruner, which keeps it while any
+ * dead letter refers to it.
  */
 @Injectable()
 export class DeadLetterOperations {
@@ -77,11 +83,19 @@ export class DeadLetterOperations {
     private readonly claimCheckReader: ClaimCheckReader,
     private readonly claimCheckCopies: DeadLetterClaimCheck,
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+    @Optional()
+    @Inject(DECLARED_DEAD_LETTER_QUEUES)
+    private readonly declaredQueues: readonly string[] = [],
   ) {}
 
-  /** The consumer queues of this app (each lane's queue for a consumer with lanes), each with a dead-letter queue `<queue>.dlq`. */
+  /**
+   * The consumer queues of this app (each lane's queue for a consumer with lanes), each with a dead-letter queue
+   * `<queue>.dlq`, and those a tool process declared (DECLARED_DEAD_LETTER_QUEUES): the only queues the
+   * operations act on.
+   */
   knownQueues(): string[] {
-    return this.registry.discoveredConsumers.map((consumer) => consumer.queue);
+    const own = this.registry.discoveredConsumers.map((consumer) => consumer.queue);
+    return [...new Set([...own, ...(this.declaredQueues ?? [])])];
   }
 
   /**
@@ -202,11 +216,7 @@ export class DeadLetterOperations {
       async (reader, message, deadLetter, outcome) => {
         const published = await this.publishReplay(deadLetter, replayedAt, outcome, body);
         if (published !== 'published') return published;
-        const removed = this.remove(reader, message, deadLetter, outcome, 'replayed');
-        // The edited message carries its whole body: nothing refers to the dead letter's copy any more.
-        if (removed === 'next')
-          await this.claimCheckCopies.discardCopyOf(deadLetter.headers, deadLetter.messageId);
-        return removed;
+        return this.remove(reader, message, deadLetter, outcome, 'replayed');
       },
       details,
     ).catch((error: unknown) => {
@@ -218,19 +228,19 @@ export class DeadLetterOperations {
     return { ...result, before };
   }
 
-  /** Removes the selected dead letters for good, with their own copies of claim-checked bodies. */
+  /**
+   * Removes the selected dead letters for good. A claim-checked one's stored body stays: its reference is a header
+   * anyone could have written, and another message may need the body. The pruner deletes it once it has expired
+   * and no dead letter refers to it.
+   */
   async purge(
     selection: DeadLetterSelection,
     options: DeadLetterOperationOptions,
   ): Promise<DeadLetterOperationResult> {
     requireSelection('purge', selection);
-    return this.operate('purge', selection, options, async (reader, message, deadLetter, result) => {
-      const removed = this.remove(reader, message, deadLetter, result, 'purged');
-      // Deleted only once the dead letter is gone: a dead letter left behind must still find its body.
-      if (removed === 'next')
-        await this.claimCheckCopies.discardCopyOf(deadLetter.headers, deadLetter.messageId);
-      return removed;
-    });
+    return this.operate('purge', selection, options, async (reader, message, deadLetter, result) =>
+      this.remove(reader, message, deadLetter, result, 'purged'),
+    );
   }
 
   private async operate(
@@ -322,7 +332,13 @@ export class DeadLetterOperations {
     body?: Buffer,
   ): Promise<'published' | 'next' | 'stop'> {
     try {
-      await this.publisher.publish(replayMessage(deadLetter, replayedAt, body));
+      // A plain replay's message gets a body of its own: it may wait in a retry delay long after its dead letter
+      // (and whatever that refers to) is gone.
+      const claimCheck =
+        body === undefined
+          ? await this.claimCheckCopies.copyForReplay(deadLetter.headers, deadLetter.type)
+          : undefined;
+      await this.publisher.publish(replayMessage(deadLetter, replayedAt, body, claimCheck));
       return 'published';
     } catch (error) {
       const unroutable = error instanceof UnroutableMessageError;
@@ -359,11 +375,17 @@ export class DeadLetterOperations {
 
   /**
    * Refuses an edited body that the consumer of the dead letter's queue would refuse by its message class
-   * (class-validator, as the decode stage runs it), with the class's own validation message.
+   * (class-validator, as the decode stage runs it), with the class's own validation message. Without a consumer
+   * of that queue in this process (a tool that loads no consumers) the body cannot be checked, so it is refused.
    */
   private async checkAgainstMessageClass(deadLetter: DeadLetter, body: Buffer): Promise<void> {
     const consumer = this.registry.discoveredConsumers.find((plan) => plan.queue === deadLetter.queue);
-    if (!consumer?.messageClass) return;
+    if (!consumer) {
+      throw new InvalidDeadLetterQueryError(
+        `no consumer of '${deadLetter.queue}' is loaded here, so the new body cannot be checked against its message class; edit from the app's own tools (its command line or admin API)`,
+      );
+    }
+    if (!consumer.messageClass) return;
     try {
       await payloadValidator(consumer.messageClass)(parseJsonBody(body, this.options.jsonLimits));
     } catch (error) {
@@ -386,20 +408,33 @@ export class DeadLetterOperations {
     return scanDeadLetters(model, queues, filter, limit, onProgress, visit, maxReadBytes);
   }
 
-  /** The dead-letter queues to read: the named one, every lane's when it names a consumer with lanes, else all. */
+  /**
+   * The dead-letter queues to read: the named one, every lane's when it names a consumer with lanes, else all.
+   * Only this app's: any other queue is refused before the broker is asked, naming the queues it may read.
+   */
   private deadLetterQueues(queue?: string): string[] {
+    const known = this.knownQueues();
     if (queue !== undefined) {
       const lanes = this.registry.discoveredConsumers.filter(
         (consumer) => consumer.lane?.baseQueue === queue,
       );
       if (lanes.length > 0) return lanes.map((lane) => lane.deadLetterQueue);
-      return [queue.endsWith(DEAD_LETTER_QUEUE_SUFFIX) ? queue : `${queue}${DEAD_LETTER_QUEUE_SUFFIX}`];
+      const consumerQueue = consumerQueueOf(queue);
+      if (!known.includes(consumerQueue)) {
+        throw new InvalidDeadLetterQueryError(
+          known.length === 0
+            ? `'${queue}' is not a queue of this app: it has no @Consume() handlers (a tool without the app's code names the app's queues in RM_QUEUES)`
+            : `'${queue}' is not a queue of this app; its queues are: ${known.join(', ')}`,
+        );
+      }
+      return [`${consumerQueue}${DEAD_LETTER_QUEUE_SUFFIX}`];
     }
-    const queues = this.knownQueues();
-    if (queues.length === 0) {
-      throw new InvalidDeadLetterQueryError('this app has no @Consume() handlers; name the queue to read');
+    if (known.length === 0) {
+      throw new InvalidDeadLetterQueryError(
+        'this app has no @Consume() handlers (a tool without the app’s code names the app’s queues in RM_QUEUES)',
+      );
     }
-    return queues.map((name) => `${name}${DEAD_LETTER_QUEUE_SUFFIX}`);
+    return known.map((name) => `${name}${DEAD_LETTER_QUEUE_SUFFIX}`);
   }
 
   private model(): ChannelModel {

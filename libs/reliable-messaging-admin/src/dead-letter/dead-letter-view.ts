@@ -1,5 +1,6 @@
 import { bodyText, type DeadLetter, headerDate } from 'nestjs-reliable-messaging/operations';
 import { DEFAULT_JSON_LIMITS, findJsonProblem, type JsonLimits } from 'nestjs-reliable-messaging/safe-json';
+import { claimedQueueWarning } from './claimed-queue-warning';
 import type { DeadLetterSummary } from './dead-letter-summary';
 
 /**
@@ -8,6 +9,7 @@ import type { DeadLetterSummary } from './dead-letter-summary';
  * read it, with `bodyFromClaimCheck`); header values made printable. A body that is JSON but breaks the limits
  * (a dead letter refused as `json-too-deep`, say) is shown as text with a `bodyNote` saying why: parsed, it
  * could overflow the stack of whatever serialises the view. A summary (a list's) gives the body's size alone.
+ * A dead letter whose header claims another queue than the one it sits in carries `claimedQueue` and a `warning`.
  */
 export function describeDeadLetter(deadLetter: DeadLetterSummary | DeadLetter): Record<string, unknown>;
 export function describeDeadLetter(
@@ -24,6 +26,9 @@ export function describeDeadLetter(
     messageId: deadLetter.messageId,
     queue: deadLetter.queue,
     deadLetterQueue: deadLetter.deadLetterQueue,
+    ...(deadLetter.claimedQueue !== undefined
+      ? { claimedQueue: deadLetter.claimedQueue, warning: claimedQueueWarning(deadLetter) }
+      : {}),
     type: deadLetter.type,
     reason: deadLetter.reason,
     errorClass: deadLetter.errorClass,

@@ -124,6 +124,67 @@ describe('readDeadLetter and replayMessage', () => {
     }
   });
 
+  it.each([
+    ['a forged rm-dead-letter-queue header', { [DEAD_LETTER_HEADERS.queue]: 'billing.commands' }],
+    ['a forged x-death record', { 'x-death': [{ queue: 'billing.commands', reason: 'expired', count: 1 }] }],
+    [
+      'both, with a forged exchange and routing key',
+      {
+        [DEAD_LETTER_HEADERS.queue]: 'billing.commands',
+        [DEAD_LETTER_HEADERS.exchange]: '',
+        [DEAD_LETTER_HEADERS.routingKey]: 'billing.commands',
+        'x-death': [{ queue: 'billing.commands', reason: 'expired', count: 1 }],
+      },
+    ],
+  ])('replays to the queue of the dead-letter queue it sits in, whatever %s says', (_case, headers) => {
+    const deadLetter = readDeadLetter(
+      { content: Buffer.from('{"amount":1000000}'), properties: { ...properties, headers } } as never,
+      'orders.dlq',
+    );
+    expect(deadLetter.queue).toBe('orders');
+
+    const replay = replayMessage(deadLetter, new Date());
+
+    expect(replay).toMatchObject({ exchange: '', routingKey: 'orders' });
+    // Even a DeadLetter whose queue was changed after reading routes by the queue it was read from.
+    expect(replayMessage({ ...deadLetter, queue: 'billing.commands' }, new Date()).routingKey).toBe('orders');
+  });
+
+  it('shows a header naming another queue as a claim, and none when it agrees', () => {
+    const read = (queue: string) =>
+      readDeadLetter(
+        {
+          content: Buffer.from('{}'),
+          properties: { ...properties, headers: { [DEAD_LETTER_HEADERS.queue]: queue } },
+        } as never,
+        'orders.dlq',
+      );
+    expect(read('billing.commands')).toMatchObject({ queue: 'orders', claimedQueue: 'billing.commands' });
+    expect(read('orders').claimedQueue).toBeUndefined();
+  });
+
+  it("points a plain replay's claim check at the replayed message's own copy, never at the dead letter's", () => {
+    const deadLetter = readDeadLetter(
+      {
+        content: Buffer.alloc(0),
+        properties: {
+          ...properties,
+          headers: {
+            [HEADERS.claimCheck]: 'postgres:01890000-0000-7000-8000-000000000001',
+            [DEAD_LETTER_HEADERS.claimCheckCopy]: 'postgres:01890000-0000-7000-8000-000000000001',
+          },
+        },
+      } as never,
+      'documents.dlq',
+    );
+    const fresh = 'postgres:01890000-0000-7000-8000-000000000002';
+
+    const headers = replayMessage(deadLetter, new Date(), undefined, fresh).properties.headers;
+
+    expect(headers[HEADERS.claimCheck]).toBe(fresh);
+    expect(headers[DEAD_LETTER_HEADERS.claimCheckCopy]).toBeUndefined();
+  });
+
   it('falls back to the dead-letter queue name for a message with no record of its queue', () => {
     expect(
       readDeadLetter({ content: Buffer.from('x'), properties: { headers: {} } } as never, 'billing.dlq'),

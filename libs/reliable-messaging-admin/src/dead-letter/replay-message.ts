@@ -1,5 +1,6 @@
 import { HEADERS } from 'nestjs-reliable-messaging';
 import {
+  consumerQueueOf,
   type DeadLetter,
   type OutboundMessage,
   republish,
@@ -31,14 +32,22 @@ const CLAIM_CHECK = new Set<string>([
 ]);
 
 /**
- * The message a replay publishes: to the default exchange with the original queue as routing key, so it goes
- * back to that queue alone (not to every queue bound to the event); the same message id and idempotency key,
+ * The message a replay publishes: to the default exchange with the consumer queue of the dead-letter queue the
+ * message sits in as routing key, so it goes back to that queue alone (not to every queue bound to the event).
+ * Never to a queue a header names: headers are what a publisher wrote, the queue it sits in is the broker's fact
+ * (`rm-dead-letter-queue`, the exchange and the routing key travel on as history only). The same message id and idempotency key,
  * so the inbox applies it at most once however often it is replayed; the attempt count reset; the dead-letter
  * count and first failure time kept as history, so a replayed message that fails again dead-letters with both.
  * `body` replaces the body (an edited message): the whole message, so a claim check's reference is dropped; a
- * replay without an edit keeps the reference and its body is read from the store again.
+ * replay without an edit keeps the claim check, pointing at `claimCheck` when given: the replayed message's own
+ * copy of the body (DeadLetterClaimCheck.copyForReplay).
  */
-export function replayMessage(deadLetter: DeadLetter, replayedAt: Date, body?: Buffer): OutboundMessage {
+export function replayMessage(
+  deadLetter: DeadLetter,
+  replayedAt: Date,
+  body?: Buffer,
+  claimCheck?: string,
+): OutboundMessage {
   const headers = withoutBrokerHeaders(deadLetter.headers);
   for (const name of Object.keys(headers)) {
     if (RESET.has(name) || (name.startsWith('rm-dead-letter-') && !KEPT_HISTORY.has(name)))
@@ -51,9 +60,10 @@ export function replayMessage(deadLetter: DeadLetter, replayedAt: Date, body?: B
   if (deadLetter.firstFailureAt)
     headers[DEAD_LETTER_HEADERS.firstFailureAt] = deadLetter.firstFailureAt.toISOString();
   headers[DEAD_LETTER_HEADERS.replayedAt] = replayedAt.toISOString();
+  if (body === undefined && claimCheck !== undefined) headers[HEADERS.claimCheck] = claimCheck;
   return republish(
     { content: deadLetter.body, properties: deadLetter.properties },
-    { exchange: '', routingKey: deadLetter.queue },
+    { exchange: '', routingKey: consumerQueueOf(deadLetter.deadLetterQueue) },
     headers,
     { body },
   );

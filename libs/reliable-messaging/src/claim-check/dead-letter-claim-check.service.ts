@@ -21,10 +21,13 @@ const BROKEN_CLAIM_CHECK = new Set([
 
 /**
  * Gives each claim-checked dead letter its own copy of its body, kept `claimCheck.deadLetterTimeToLiveMs`:
- * bodies expire after `claimCheck.timeToLiveMs`, dead-letter queues never do, and the original body may be shared
- * by the event's copies in other queues, so neither its life nor its deletion can follow one dead letter. The
- * copy belongs to its dead letter alone (`rm-dead-letter-claim-check` names it), so purging the dead letter may
- * delete it.
+ * bodies expire after `claimCheck.timeToLiveMs`, and the original body may be shared by the event's copies in
+ * other queues (and other apps, which prune a shared store without knowing this app's dead letters), so its life
+ * cannot follow one dead letter. A replay gives the replayed message a fresh copy of its own in turn
+ * (`copyForReplay`), kept `claimCheck.timeToLiveMs` like any published body, which startup checks outlasts the
+ * retry schedule. Nothing here deletes a body: a header is a claim anyone can write, so no header may name what is
+ * deleted. Bodies go only through the pruner, which keeps every expired body a dead letter still refers to
+ * (ClaimCheckPruner).
  */
 @Injectable()
 export class DeadLetterClaimCheck {
@@ -65,20 +68,14 @@ export class DeadLetterClaimCheck {
         return;
       }
       const type = typeof delivery.raw.properties.type === 'string' ? delivery.raw.properties.type : '';
-      const info = {
-        id: uuidv7(),
-        expiresAt: new Date(Date.now() + deadLetterTimeToLiveMs),
-        messageType: type,
-      };
-      reference = store.referenceFor(info);
       try {
-        await store.put(store.locate(reference) as string, stored.body, info);
+        reference = await this.storeCopy(stored.body, type, deadLetterTimeToLiveMs);
       } catch (failure) {
         if (failure instanceof ClaimCheckStoreUnavailableError) throw failure;
         // A refusal (an S3 403, a constraint) is not waited out: the dead letter keeps the original body's
-        // reference, which lives its own time to live, rather than no dead letter at all.
+        // reference, which the pruner keeps while the dead letter refers to it, rather than no dead letter at all.
         this.logger.error(
-          `${delivery.consumer.name}: could not copy the claim-checked body for the dead letter (${errorMessage(failure)}); it keeps the original reference, which expires after claimCheck.timeToLiveMs`,
+          `${delivery.consumer.name}: could not copy the claim-checked body for the dead letter (${errorMessage(failure)}); it keeps the original reference`,
         );
         return;
       }
@@ -89,26 +86,34 @@ export class DeadLetterClaimCheck {
   }
 
   /**
-   * Deletes a removed dead letter's own copy of its body, if it has one; a body it shares (a dead letter made
-   * before copies, or one whose claim check was broken) is left to the pruner. A failure is logged, not thrown:
-   * the dead letter is gone, and the copy is pruned when it expires.
+   * A fresh copy of a dead letter's stored body for the message a replay publishes, kept
+   * `claimCheck.timeToLiveMs`: the replayed message may wait in a retry delay long after its dead letter is gone,
+   * and must not share a body with it. Resolves with the copy's reference, or undefined when there is nothing to
+   * copy (no store, no reference, or a claim check that is broken: the replay then carries it as it is, and the
+   * consumer dead-letters it with its reason again). Throws ClaimCheckStoreUnavailableError while the store is
+   * down.
    */
-  async discardCopyOf(headers: Record<string, unknown>, messageId: string | undefined): Promise<void> {
-    const store = this.options.claimCheck.store;
-    const reference = text(headers[DEAD_LETTER_HEADERS.claimCheckCopy]);
-    if (!store || reference === undefined || reference !== text(headers[HEADERS.claimCheck])) return;
-    const location = store.locate(reference);
-    if (location === undefined) return;
-    await store.delete(location).catch((error: unknown) => {
-      this.logger.warn(
-        `could not delete the claim-checked body of dead letter ${messageId ?? '?'} (${errorMessage(error)}); it is pruned when it expires`,
-      );
-    });
+  async copyForReplay(
+    headers: Record<string, unknown>,
+    messageType: string | undefined,
+  ): Promise<string | undefined> {
+    const { store, timeToLiveMs } = this.options.claimCheck;
+    if (!store || headers[HEADERS.claimCheck] === undefined) return undefined;
+    let stored;
+    try {
+      stored = await this.reader.stored(headers);
+    } catch (failure) {
+      if (failure instanceof ClaimCheckStoreUnavailableError) throw failure;
+      return undefined;
+    }
+    return this.storeCopy(stored.body, messageType ?? '', timeToLiveMs);
   }
-}
 
-function text(value: unknown): string | undefined {
-  if (typeof value === 'string') return value;
-  if (Buffer.isBuffer(value)) return value.toString('utf8');
-  return undefined;
+  private async storeCopy(body: Buffer, messageType: string, timeToLiveMs: number): Promise<string> {
+    const store = this.options.claimCheck.store!;
+    const info = { id: uuidv7(), expiresAt: new Date(Date.now() + timeToLiveMs), messageType };
+    const reference = store.referenceFor(info);
+    await store.put(store.locate(reference) as string, body, info);
+    return reference;
+  }
 }

@@ -117,12 +117,16 @@ export class FilesystemClaimCheckStore implements ClaimCheckStore {
     await this.run(() => rm(join(this.directory, location), { force: true }));
   }
 
-  async deleteExpired(limit: number, now = new Date()): Promise<number> {
+  async deleteExpired(
+    limit: number,
+    now = new Date(),
+    keep: ReadonlySet<string> = new Set(),
+  ): Promise<number> {
     let deleted = 0;
     for (const name of await this.names()) {
       if (deleted >= limit) break;
       const expiry = expiryOfName(name);
-      if (expiry && expiry <= now) {
+      if (expiry && expiry <= now && !keep.has(name)) {
         await rm(join(this.directory, name), { force: true });
         deleted += 1;
       }

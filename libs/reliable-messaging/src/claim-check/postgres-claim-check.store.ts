@@ -72,12 +72,16 @@ export class PostgresClaimCheckStore implements ClaimCheckStore {
     );
   }
 
-  async deleteExpired(limit: number, now = new Date()): Promise<number> {
+  async deleteExpired(
+    limit: number,
+    now = new Date(),
+    keep: ReadonlySet<string> = new Set(),
+  ): Promise<number> {
     // NOTE: TypeORM's postgres driver answers a DELETE with [rows, affected count].
     const [, count] = await this.dataSource.query<[unknown, number]>(
       `DELETE FROM "${CLAIM_CHECK_TABLE}" WHERE id = ANY(ARRAY(SELECT id FROM "${CLAIM_CHECK_TABLE}" ` +
-        `WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
-      [now, limit],
+        `WHERE expires_at <= $1 AND NOT (id = ANY($3::uuid[])) ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+      [now, limit, [...keep]],
     );
     return count;
   }

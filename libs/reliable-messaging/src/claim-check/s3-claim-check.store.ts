@@ -117,7 +117,11 @@ export class S3ClaimCheckStore implements ClaimCheckStore {
     );
   }
 
-  async deleteExpired(limit: number, now = new Date()): Promise<number> {
+  async deleteExpired(
+    limit: number,
+    now = new Date(),
+    keep: ReadonlySet<string> = new Set(),
+  ): Promise<number> {
     const expired: string[] = [];
     let token: string | undefined;
     do {
@@ -133,8 +137,9 @@ export class S3ClaimCheckStore implements ClaimCheckStore {
       );
       let live = false;
       for (const object of page.Contents ?? []) {
-        const expiry = expiryOfName((object.Key ?? '').slice(this.prefix.length));
-        if (!expiry) continue;
+        const name = (object.Key ?? '').slice(this.prefix.length);
+        const expiry = expiryOfName(name);
+        if (!expiry || keep.has(name)) continue;
         if (expiry > now) {
           live = true;
           break;

@@ -19,6 +19,8 @@ export class BatchedPruner {
     private readonly intervalMs: number,
     private readonly deleteBatch: (limit: number) => Promise<number>,
     private readonly logger: Logger,
+    /** Runs before each round's first batch; when it throws, the round deletes nothing. */
+    private readonly beginRound?: () => Promise<void>,
   ) {}
 
   start(): void {
@@ -33,6 +35,7 @@ export class BatchedPruner {
 
   /** Deletes batches until none is full; resolves with the rows deleted. */
   async pruneNow(): Promise<number> {
+    await this.beginRound?.();
     let total = 0;
     for (;;) {
       const deleted = await this.deleteBatch(PRUNE_BATCH_SIZE);

@@ -6,12 +6,23 @@ import { consumerQueueOf } from './dead-letter-queue';
 /**
  * A message in a dead-letter queue, read from its headers: those this module writes when it dead-letters, or,
  * for a message the broker dead-lettered itself (a quorum queue's delivery-limit backstop), its x-death record.
+ * Every header is a claim: a message the broker dead-letters (an expiration, the delivery limit) or one published
+ * straight to the dead-letter exchange keeps whatever its publisher wrote. Only the queue it sits in is a fact.
  */
 export interface DeadLetter {
   /** The dead-letter queue it sits in. */
   deadLetterQueue: string;
-  /** The queue it failed in, where a replay sends it. */
+  /**
+   * The consumer queue of the dead-letter queue it sits in (`orders.dlq` → `orders`), where a replay sends it.
+   * Never read from a header: whoever can put a message into `orders.dlq` can publish to `orders` as well, so
+   * replaying there grants nothing.
+   */
   queue: string;
+  /**
+   * The queue its `rm-dead-letter-queue` header names, when that differs from `queue`: a forged or misrouted
+   * dead letter. Shown as a warning; nothing routes on it.
+   */
+  claimedQueue?: string;
   messageId?: string;
   /** The message type (`type` property). */
   type?: string;
@@ -27,7 +38,7 @@ export interface DeadLetter {
   handler?: string;
   /** The host whose process dead-lettered it. */
   host?: string;
-  /** The exchange and routing key it was first published with. */
+  /** The exchange and routing key it was first published with, as its headers claim: history, never a route. */
   exchange?: string;
   routingKey?: string;
   /** Attempts made before it was dead-lettered. */
@@ -65,9 +76,12 @@ export function readDeadLetter(
     const value = h(name);
     return value === undefined ? undefined : scrubCredentials(value);
   };
+  const queue = consumerQueueOf(deadLetterQueue);
+  const claimed = h(DEAD_LETTER_HEADERS.queue);
   return {
     deadLetterQueue,
-    queue: h(DEAD_LETTER_HEADERS.queue) ?? text(death?.queue) ?? consumerQueueOf(deadLetterQueue),
+    queue,
+    ...(claimed !== undefined && claimed !== queue ? { claimedQueue: claimed } : {}),
     messageId: text(message.properties.messageId),
     type: text(message.properties.type),
     idempotencyKey: h(HEADERS.idempotencyKey) ?? text(message.properties.messageId),

@@ -49,8 +49,11 @@ export interface ClaimCheckStore {
   get(location: string, expectedBytes?: number): Promise<Buffer | undefined>;
   /** Deletes a body; nothing happens when it is not there. */
   delete(location: string): Promise<void>;
-  /** Deletes up to `limit` bodies whose time to live has passed; resolves with how many went. */
-  deleteExpired(limit: number, now?: Date): Promise<number>;
+  /**
+   * Deletes up to `limit` bodies whose time to live has passed, except those whose location (`locate()`) is in
+   * `keep`: expired bodies a dead letter still refers to. Resolves with how many went.
+   */
+  deleteExpired(limit: number, now?: Date, keep?: ReadonlySet<string>): Promise<number>;
   stats(): Promise<ClaimCheckStoreStats>;
 }
 

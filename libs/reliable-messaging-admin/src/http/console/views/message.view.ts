@@ -1,4 +1,5 @@
 import { type DeadLetter, headerDate } from 'nestjs-reliable-messaging/operations';
+import { claimedQueueWarning } from '../../../dead-letter/claimed-queue-warning';
 import { describeDeadLetter } from '../../../dead-letter/dead-letter-view';
 import { html, type SafeHtml } from '../html';
 import { factItems, query, when } from './format';
@@ -21,6 +22,7 @@ export function messageView(frame: PageFrame, deadLetter: DeadLetter): SafeHtml 
     ['Type', deadLetter.type],
     ['Queue', deadLetter.queue],
     ['Dead-letter queue', deadLetter.deadLetterQueue],
+    ['Claimed queue (not trusted)', deadLetter.claimedQueue],
     ['Reason', deadLetter.reason],
     ['Error', [deadLetter.errorClass, deadLetter.errorMessage].filter(Boolean).join(': ')],
     ['Handler', deadLetter.handler],
@@ -33,7 +35,9 @@ export function messageView(frame: PageFrame, deadLetter: DeadLetter): SafeHtml 
     ['Correlation id', deadLetter.correlationId],
     ['Content type', deadLetter.contentType],
   ];
-  return html` <div class="actions">
+  const warning = claimedQueueWarning(deadLetter);
+  return html` ${warning ? notice('error', `Warning: ${warning}.`) : ''}
+    <div class="actions">
       <a
         class="button primary"
         href="${frame.base}/messages/${encodeURIComponent(deadLetter.queue)}/${encodeURIComponent(id)}/edit"

@@ -58,7 +58,9 @@ export function messagesView(frame: PageFrame, page: MessagesPage): SafeHtml {
           />
         </td>
         <td>${when(deadLetter.deadLetteredAt)}</td>
-        <td class="mono">${deadLetter.queue}</td>
+        <td class="mono">
+          ${deadLetter.queue}${deadLetter.claimedQueue !== undefined ? html` <span class="nonzero" title="its header claims ${deadLetter.claimedQueue}">(claims ${deadLetter.claimedQueue})</span>` : ''}
+        </td>
         <td class="mono">
           ${deadLetter.messageId ? html`<a href="${frame.base}/messages/${encodeURIComponent(deadLetter.queue)}/${encodeURIComponent(deadLetter.messageId)}">${deadLetter.messageId}</a>` : html`<span class="none">none</span>`}
         </td>
