@@ -16,6 +16,12 @@ export {
 /** Makes a route handler idempotent on the `Idempotency-Key` header. */
 export { Idempotent } from './idempotency/idempotent.decorator';
 export type { IdempotentOptions } from './idempotency/idempotency.options';
+/** Who sent a request: keys are scoped per caller. The default, and the types of an `identifyCaller` option. */
+export {
+  defaultIdentifyCaller,
+  type IdentifyCaller,
+  type CallerRequest,
+} from './idempotency/caller-identity';
 /** The interceptor behind `@Idempotent()`, for `@UseInterceptors()` where a decorator does not fit. */
 export { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
 /** Deletes expired keys now (`pruneNow()`), for scripts and tests; it also runs on its own interval. */

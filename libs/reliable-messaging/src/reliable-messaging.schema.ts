@@ -4,6 +4,7 @@ import { CreateInbox1767225600001 } from './inbox/create-inbox.migration';
 import { InboxMessageEntity } from './inbox/inbox-message.entity';
 import { CreateIdempotencyKeys1767225600004 } from './idempotency/create-idempotency-keys.migration';
 import { IdempotencyKeyEntity } from './idempotency/idempotency-key.entity';
+import { ScopeIdempotencyKeysByCaller1767225600026 } from './idempotency/scope-idempotency-keys-by-caller.migration';
 import { CreateOutbox1767225600000 } from './outbox/create-outbox.migration';
 import { OutboxMessageEntity } from './outbox/outbox-message.entity';
 
@@ -27,4 +28,5 @@ export const RELIABLE_MESSAGING_MIGRATIONS = [
   CreateInbox1767225600001,
   CreateIdempotencyKeys1767225600004,
   CreateClaimCheck1767225600005,
+  ScopeIdempotencyKeysByCaller1767225600026,
 ];

@@ -17,6 +17,7 @@ export { CreateInbox1767225600001 } from './inbox/create-inbox.migration';
 /** The HTTP idempotency keys of `@Idempotent()` routes (`nestjs-reliable-messaging/http`), and their migration. */
 export { IdempotencyKeyEntity } from './idempotency/idempotency-key.entity';
 export { CreateIdempotencyKeys1767225600004 } from './idempotency/create-idempotency-keys.migration';
+export { ScopeIdempotencyKeysByCaller1767225600026 } from './idempotency/scope-idempotency-keys-by-caller.migration';
 
 /** The claim check's PostgreSQL store: one row per body kept out of the broker, and its migration. */
 export { ClaimCheckBodyEntity } from './claim-check/claim-check-body.entity';

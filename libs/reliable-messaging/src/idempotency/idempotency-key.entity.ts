@@ -6,8 +6,8 @@ export const IDEMPOTENCY_KEYS_TABLE = 'rm_idempotency_keys';
 /**
  * An `Idempotency-Key` an `@Idempotent()` route handled, with the fingerprint of the request and the response
  * it answered. The row commits in the handler's own transaction, so a retry after the commit finds it, even when
- * the process died before the response left. The table comes from `CreateIdempotencyKeys1767225600004`, never
- * from `synchronize`.
+ * the process died before the response left. The table comes from `CreateIdempotencyKeys1767225600004` and
+ * `ScopeIdempotencyKeysByCaller1767225600026`, never from `synchronize`.
  */
 @Entity({ name: IDEMPOTENCY_KEYS_TABLE })
 @Index('rm_idempotency_keys_expires_at_idx', ['expiresAt'])
@@ -15,6 +15,13 @@ export class IdempotencyKeyEntity {
   /** The route's scope (`@Idempotent({ scope })`, by default `<Controller>.<method>`): keys of two scopes never meet. */
   @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'rm_idempotency_keys_pkey' })
   scope!: string;
+
+  /**
+   * Who sent the request: SHA-256, hex, of what `identifyCaller` returned, or `anonymous` for a request without
+   * an identity. Keys of two callers never meet.
+   */
+  @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'rm_idempotency_keys_pkey' })
+  caller!: string;
 
   @PrimaryColumn({
     name: 'idempotency_key',

@@ -1,12 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import type { QueryRunner } from 'typeorm';
+import { DataSource, type QueryRunner } from 'typeorm';
 import type { TransactionContext } from '../database/transaction-context.service';
 import { IdempotencyKeyInFlightError } from '../errors/idempotency-key-in-flight.error';
 import { IdempotencyKeyPruner } from './idempotency-key-pruner.service';
 import { IdempotencyStore, type IdempotentRequest, type KeyClaim } from './idempotency-store.service';
 import { resolveIdempotencyOptions } from './idempotency.options';
+import { storedCaller } from './caller-identity';
+import {
+  RELIABLE_MESSAGING_ENTITIES,
+  RELIABLE_MESSAGING_MIGRATIONS,
+  ScopeIdempotencyKeysByCaller1767225600026,
+} from '../typeorm';
 import { createMessagingDatabase, type MessagingDatabase } from '../../../../test/support/messaging-database';
+import { createTestDatabase } from '../../../../test/support/test-database';
 import { waitFor } from '../../../../test/support/wait-for';
 
 /**
@@ -20,6 +27,7 @@ describe('idempotency keys in rm_idempotency_keys', () => {
 
   const request = (overrides: Partial<IdempotentRequest> = {}): IdempotentRequest => ({
     scope: 'OrdersController.place',
+    caller: storedCaller('principal:client-a'),
     key: randomUUID(),
     method: 'POST',
     path: '/orders',
@@ -89,6 +97,31 @@ describe('idempotency keys in rm_idempotency_keys', () => {
     expect(other).toEqual({ outcome: 'mismatch', storedMethod: 'POST', storedPath: '/orders' });
   });
 
+  it("claims another caller's key as a new one: no replay of the first caller's response, no mismatch", async () => {
+    const first = request();
+    await handled(first, { id: 'order-of-a' });
+
+    const sameBody = await db.dataSource.transaction(async (manager) => {
+      const claim = await store.claim(manager, { ...first, caller: storedCaller('principal:client-b') });
+      await store.complete(manager, { ...first, caller: storedCaller('principal:client-b') }, 201, {
+        id: 'order-of-b',
+      });
+      return claim;
+    });
+    const otherBody = await db.dataSource.transaction((manager) =>
+      store.claim(manager, {
+        ...first,
+        caller: storedCaller('principal:client-c'),
+        fingerprint: 'b'.repeat(64),
+      }),
+    );
+    const firstAgain = await db.dataSource.transaction((manager) => store.claim(manager, first));
+
+    expect(sameBody).toEqual({ outcome: 'claimed' });
+    expect(otherBody).toEqual({ outcome: 'claimed' });
+    expect(firstAgain).toEqual({ outcome: 'replay', status: 201, body: { id: 'order-of-a' } });
+  });
+
   it('makes a claim wait for the transaction holding the key, then replay what it committed', async () => {
     const idempotent = request();
     const first = await begin();
@@ -147,9 +180,9 @@ describe('idempotency keys in rm_idempotency_keys', () => {
     const live = request();
     await handled(live, { id: 'live' });
     await db.dataSource.query(
-      `INSERT INTO rm_idempotency_keys (scope, idempotency_key, request_method, request_path, fingerprint,
+      `INSERT INTO rm_idempotency_keys (scope, caller, idempotency_key, request_method, request_path, fingerprint,
          response_status, expires_at)
-       SELECT 'bulk', 'k-' || n, 'POST', '/orders', 'f', 201, now() - interval '1 second'
+       SELECT 'bulk', 'anonymous', 'k-' || n, 'POST', '/orders', 'f', 201, now() - interval '1 second'
          FROM generate_series(1, 2500) AS n`,
     );
     await db.dataSource.query(
@@ -171,5 +204,58 @@ describe('idempotency keys in rm_idempotency_keys', () => {
       [[expired.key, live.key]],
     );
     expect(left.map((row) => row.idempotency_key).sort()).toEqual([expired.key, live.key].sort());
+  });
+
+  describe('schema', () => {
+    it('migrates rm_idempotency_keys to exactly what IdempotencyKeyEntity describes', async () => {
+      const pending = await db.dataSource.driver.createSchemaBuilder().log();
+
+      expect(
+        pending.upQueries.map((query) => query.query).filter((sql) => /rm_idempotency_keys/.test(sql)),
+      ).toEqual([]);
+    });
+
+    it('gives keys stored before the caller column to the anonymous caller, and reverts to one key per scope', async () => {
+      const database = await createTestDatabase();
+      const before = RELIABLE_MESSAGING_MIGRATIONS.filter(
+        (migration) => migration !== ScopeIdempotencyKeysByCaller1767225600026,
+      );
+      const open = (migrations: typeof RELIABLE_MESSAGING_MIGRATIONS) =>
+        new DataSource({
+          type: 'postgres',
+          url: database.url,
+          entities: RELIABLE_MESSAGING_ENTITIES,
+          migrations,
+          migrationsRun: true,
+          logging: false,
+        }).initialize();
+      try {
+        const old = await open(before);
+        await old.query(
+          `INSERT INTO rm_idempotency_keys (scope, idempotency_key, request_method, request_path, fingerprint,
+             response_status, expires_at) VALUES ('s', 'k-old', 'POST', '/orders', 'f', 201, now() + interval '1 day')`,
+        );
+        await old.destroy();
+        const upgraded = await open(RELIABLE_MESSAGING_MIGRATIONS);
+        const rows = await upgraded.query<Array<{ caller: string }>>(
+          `SELECT caller FROM rm_idempotency_keys WHERE idempotency_key = 'k-old'`,
+        );
+        await upgraded.query(
+          `INSERT INTO rm_idempotency_keys (scope, caller, idempotency_key, request_method, request_path,
+             fingerprint, expires_at) VALUES ('s', $1, 'k-old', 'POST', '/orders', 'g', now() + interval '1 day')`,
+          [storedCaller('principal:client-b')],
+        );
+        await upgraded.undoLastMigration();
+        const reverted = await upgraded.query<Array<{ n: number }>>(
+          `SELECT count(*)::int AS n FROM rm_idempotency_keys WHERE idempotency_key = 'k-old'`,
+        );
+        await upgraded.destroy();
+
+        expect(rows).toEqual([{ caller: 'anonymous' }]);
+        expect(reverted).toEqual([{ n: 1 }]);
+      } finally {
+        await database.drop();
+      }
+    });
   });
 });

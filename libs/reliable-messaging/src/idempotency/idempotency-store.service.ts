@@ -10,6 +10,8 @@ import type { ResolvedIdempotencyOptions } from './idempotency.options';
 /** A request's claim on its idempotency key. */
 export interface IdempotentRequest {
   scope: string;
+  /** Who sent it, as stored: see `storedCaller()`. */
+  caller: string;
   key: string;
   method: string;
   path: string;
@@ -37,12 +39,26 @@ export class IdempotencyStore implements OnApplicationBootstrap {
     private readonly transactions: TransactionContext,
   ) {}
 
-  /** Fails the start when there is no DataSource or no table to keep keys in, saying what to add. */
+  /**
+   * Fails the start when there is no DataSource, no transactional plugin on it or no table to keep keys in,
+   * saying what to add. Without the plugin the handler's writes could not join the key's transaction: an order
+   * could commit without its key (a retry places a second one), or the key without the order.
+   */
   async onApplicationBootstrap(): Promise<void> {
     const dataSource = this.transactions.dataSource;
     if (!dataSource) {
       throw new ConfigurationError(
         'IdempotencyModule: idempotency keys live in the database; set the ReliableMessagingModule option dataSource',
+      );
+    }
+    if (!this.transactions.usesCls) {
+      throw new ConfigurationError(
+        "IdempotencyModule: @Idempotent() routes need nestjs-cls' transactional plugin on the module's " +
+          "dataSource, so that the handler's writes commit in one transaction with the key. Import " +
+          'ClsModule.forRoot({ global: true, plugins: [new ClsPluginTransactional({ imports: [TypeOrmModule], ' +
+          'adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: DataSource }) })] }) for the DataSource ' +
+          'given to ReliableMessagingModule (packages @nestjs-cls/transactional and ' +
+          '@nestjs-cls/transactional-adapter-typeorm); see docs/http-idempotency.md',
       );
     }
     const [row] = await dataSource.query<Array<{ table: string | null }>>(
@@ -66,14 +82,22 @@ export class IdempotencyStore implements OnApplicationBootstrap {
     const rows = await this.withLockTimeout(manager, request, () =>
       manager.query<unknown[]>(
         `INSERT INTO "rm_idempotency_keys" AS k ` +
-          `("scope", "idempotency_key", "request_method", "request_path", "fingerprint", "expires_at") ` +
-          `VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 millisecond') ` +
-          `ON CONFLICT ("scope", "idempotency_key") DO UPDATE SET ` +
+          `("scope", "caller", "idempotency_key", "request_method", "request_path", "fingerprint", "expires_at") ` +
+          `VALUES ($1, $2, $3, $4, $5, $6, now() + $7 * interval '1 millisecond') ` +
+          `ON CONFLICT ("scope", "caller", "idempotency_key") DO UPDATE SET ` +
           `"request_method" = EXCLUDED."request_method", "request_path" = EXCLUDED."request_path", ` +
           `"fingerprint" = EXCLUDED."fingerprint", "response_status" = NULL, "response_body" = NULL, ` +
           `"created_at" = now(), "expires_at" = EXCLUDED."expires_at" ` +
           `WHERE k."expires_at" <= now() RETURNING 1`,
-        [request.scope, request.key, request.method, request.path, request.fingerprint, this.options.ttlMs],
+        [
+          request.scope,
+          request.caller,
+          request.key,
+          request.method,
+          request.path,
+          request.fingerprint,
+          this.options.ttlMs,
+        ],
       ),
     );
     if (rows.length > 0) return { outcome: 'claimed' };
@@ -87,8 +111,8 @@ export class IdempotencyStore implements OnApplicationBootstrap {
       }>
     >(
       `SELECT "request_method", "request_path", "fingerprint", "response_status", "response_body" ` +
-        `FROM "rm_idempotency_keys" WHERE "scope" = $1 AND "idempotency_key" = $2`,
-      [request.scope, request.key],
+        `FROM "rm_idempotency_keys" WHERE "scope" = $1 AND "caller" = $2 AND "idempotency_key" = $3`,
+      [request.scope, request.caller, request.key],
     );
     // NOTE: a row without a response is visible only to the transaction claiming it: this is that transaction,
     // asked twice for one key (an outer transaction joined by two idempotent calls).
@@ -108,14 +132,14 @@ export class IdempotencyStore implements OnApplicationBootstrap {
   /** Stores the response of a claimed key, in the same transaction as the claim and the handler's work. */
   async complete(
     manager: EntityManager,
-    request: Pick<IdempotentRequest, 'scope' | 'key'>,
+    request: Pick<IdempotentRequest, 'scope' | 'caller' | 'key'>,
     status: number,
     body: unknown,
   ): Promise<void> {
     await manager.query(
-      `UPDATE "rm_idempotency_keys" SET "response_status" = $3, "response_body" = $4 ` +
-        `WHERE "scope" = $1 AND "idempotency_key" = $2`,
-      [request.scope, request.key, status, body === undefined ? null : JSON.stringify(body)],
+      `UPDATE "rm_idempotency_keys" SET "response_status" = $4, "response_body" = $5 ` +
+        `WHERE "scope" = $1 AND "caller" = $2 AND "idempotency_key" = $3`,
+      [request.scope, request.caller, request.key, status, body === undefined ? null : JSON.stringify(body)],
     );
   }
 

@@ -3,26 +3,28 @@ import {
   type CallHandler,
   ConflictException,
   type ExecutionContext,
+  Inject,
   Injectable,
   Logger,
   type NestInterceptor,
-  type OnApplicationBootstrap,
   UnprocessableEntityException,
 } from '@nestjs/common';
 import { HTTP_CODE_METADATA } from '@nestjs/common/constants.js';
 import { Reflector } from '@nestjs/core';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { defer, lastValueFrom, type Observable } from 'rxjs';
 import type { EntityManager } from 'typeorm';
 import { TransactionContext } from '../database/transaction-context.service';
 import { IdempotencyKeyInFlightError } from '../errors/idempotency-key-in-flight.error';
 import { IDEMPOTENT_METADATA, IDEMPOTENT_REPLAYED_HEADER } from '../reliable-messaging.constants';
-import type { IdempotentOptions } from './idempotency.options';
+import { ANONYMOUS_CALLER, type CallerRequest, storedCaller } from './caller-identity';
+import { RESOLVED_IDEMPOTENCY_OPTIONS } from './idempotency-module-definition';
+import type { IdempotentOptions, ResolvedIdempotencyOptions } from './idempotency.options';
 import { readIdempotencyKey } from './idempotency-key-header';
 import { IdempotencyStore, type IdempotentRequest } from './idempotency-store.service';
 import { requestFingerprint } from './request-fingerprint';
 
-type HttpRequest = IncomingMessage & { body?: unknown; originalUrl?: string };
+type HttpRequest = CallerRequest & { body?: unknown; originalUrl?: string };
 
 /**
  * The interceptor behind `@Idempotent()`. With an `Idempotency-Key` header it opens the route's transaction
@@ -31,46 +33,47 @@ type HttpRequest = IncomingMessage & { body?: unknown; originalUrl?: string };
  * first, runs the handler, stores the response and commits: the order, its event and its key commit together or
  * not at all. A handler that throws rolls the claim back with everything else, so a retry may succeed.
  *
+ * Keys are scoped per route (`scope`) and per caller (the module's `identifyCaller`, stored hashed): another
+ * caller's request with the same key is a request of its own, never a replay or a 422.
+ *
  * Answers: 400 for a malformed key (or none on a `required` route), 422 when the key came with another request,
  * 409 when a request with the key is still in flight after `lockTimeoutMs`, else the handler's response, or the
- * stored one with `Idempotent-Replayed: true`.
+ * stored one with `Idempotent-Replayed: true`. Startup fails without nestjs-cls' transactional plugin (see
+ * IdempotencyStore), so the handler's writes always join the key's transaction.
  */
 @Injectable()
-export class IdempotencyInterceptor implements NestInterceptor, OnApplicationBootstrap {
+export class IdempotencyInterceptor implements NestInterceptor {
   private readonly logger = new Logger('Idempotency');
+  private warnedAnonymous = false;
 
   constructor(
+    @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly store: IdempotencyStore,
     private readonly transactions: TransactionContext,
     private readonly reflector: Reflector,
   ) {}
-
-  onApplicationBootstrap(): void {
-    if (this.transactions.usesCls) return;
-    this.logger.warn(
-      "@Idempotent() routes run in a transaction of the module's DataSource that nestjs-cls does not propagate: " +
-        "the handler's writes do not join the key's transaction. Register ClsPluginTransactional with the " +
-        'TypeORM adapter on that DataSource (see docs/http-idempotency.md)',
-    );
-  }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (context.getType() !== 'http') return next.handle();
     const http = context.switchToHttp();
     const request = http.getRequest<HttpRequest>();
     const response = http.getResponse<ServerResponse>();
-    const options =
+    const route =
       this.reflector.get<IdempotentOptions | undefined>(IDEMPOTENT_METADATA, context.getHandler()) ?? {};
     const reading = readIdempotencyKey(request.headersDistinct['idempotency-key']);
     if (reading.kind === 'invalid') throw new BadRequestException([reading.problem]);
     if (reading.kind === 'absent') {
-      if (options.required) throw new BadRequestException(['Idempotency-Key header is required']);
+      if (route.required) throw new BadRequestException(['Idempotency-Key header is required']);
       return next.handle();
     }
     const method = request.method ?? 'GET';
     const path = request.originalUrl ?? request.url ?? '/';
+    const scope = route.scope ?? `${context.getClass().name}.${context.getHandler().name}`;
+    const caller = storedCaller(this.options.identifyCaller(request));
+    if (caller === ANONYMOUS_CALLER) this.warnAnonymousOnce(scope);
     const idempotent: IdempotentRequest = {
-      scope: options.scope ?? `${context.getClass().name}.${context.getHandler().name}`,
+      scope,
+      caller,
       key: reading.key,
       method,
       path,
@@ -120,8 +123,21 @@ export class IdempotencyInterceptor implements NestInterceptor, OnApplicationBoo
     }
   }
 
+  /**
+   * Says once per process that keys are shared by callers without an identity: right for an API without
+   * authentication, a leak between clients where the app authenticates in a way identifyCaller does not see.
+   */
+  private warnAnonymousOnce(scope: string): void {
+    if (this.warnedAnonymous) return;
+    this.warnedAnonymous = true;
+    this.logger.warn(
+      `An Idempotency-Key request to ${scope} came without a caller identity (no request.user with sub, id or ` +
+        'userId, no Authorization header): its key is shared by every such caller. If the app authenticates ' +
+        'its clients, give IdempotencyModule an identifyCaller option that returns their id',
+    );
+  }
+
   private inTransaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
-    if (!this.transactions.usesCls) return this.store.dataSource().transaction(work);
     return this.transactions.runInCurrentOrNewTransaction(async () => {
       const manager = await this.transactions.currentManager();
       if (!manager) throw new Error('nestjs-cls opened no transaction for the idempotency key');

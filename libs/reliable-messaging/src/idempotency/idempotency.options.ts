@@ -1,5 +1,6 @@
 import { ConfigurationError } from '../errors/configuration.error';
 import { assertInteger } from '../options/option-assertions';
+import { defaultIdentifyCaller, type IdentifyCaller } from './caller-identity';
 
 /** Options of `IdempotencyModule.forRoot()` / `forRootAsync()`: how long keys are kept and how duplicates wait. */
 export interface IdempotencyModuleOptions {
@@ -17,6 +18,14 @@ export interface IdempotencyModuleOptions {
   pruneIntervalMs?: number;
   /** Whether this process deletes expired keys (turn it off in tools and one-off processes). Default: true. */
   prune?: boolean;
+  /**
+   * Says who sent a request, so that keys are scoped per caller: another caller's request with the same key is a
+   * new request, never a replay or a 422. Return a stable id of the client, or undefined for none (those requests
+   * share the anonymous callers' keys). It runs after the route's guards; what it returns is stored hashed.
+   * Default: `defaultIdentifyCaller`: `request.user`'s `sub`, `id` or `userId`, else the `Authorization` header
+   * (the user name of Basic credentials), else none.
+   */
+  identifyCaller?: IdentifyCaller;
 }
 
 /** Idempotency options with every default applied and checked. */
@@ -25,6 +34,7 @@ export interface ResolvedIdempotencyOptions {
   lockTimeoutMs: number;
   pruneIntervalMs: number;
   prune: boolean;
+  identifyCaller: IdentifyCaller;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -44,6 +54,7 @@ export function resolveIdempotencyOptions(
     lockTimeoutMs: options?.lockTimeoutMs ?? DEFAULT_IDEMPOTENCY_LOCK_TIMEOUT_MS,
     pruneIntervalMs: options?.pruneIntervalMs ?? DEFAULT_IDEMPOTENCY_PRUNE_INTERVAL_MS,
     prune: options?.prune ?? true,
+    identifyCaller: options?.identifyCaller ?? defaultIdentifyCaller,
   };
   assertInteger('idempotency.ttlMs', resolved.ttlMs, 1000, 365 * DAY_MS);
   assertInteger('idempotency.lockTimeoutMs', resolved.lockTimeoutMs, 1, 600_000);
@@ -53,6 +64,12 @@ export function resolveIdempotencyOptions(
       `IdempotencyModule: 'prune' must be true or false, got ${JSON.stringify(resolved.prune)}`,
     );
   }
+  if (typeof resolved.identifyCaller !== 'function') {
+    throw new ConfigurationError(
+      "IdempotencyModule: 'identifyCaller' must be a function like (request) => request.user?.accountId, " +
+        `got ${typeof resolved.identifyCaller}`,
+    );
+  }
   return resolved;
 }
 
@@ -60,7 +77,8 @@ export function resolveIdempotencyOptions(
 export interface IdempotentOptions {
   /**
    * The namespace of this route's keys: a key used on one scope is unknown to every other. Give two routes one
-   * scope to make a key reused across them a 422. Default: `<Controller>.<method>`.
+   * scope to make a key reused across them a 422. Keys are scoped per caller as well (the module's
+   * `identifyCaller`), whatever the scope. Default: `<Controller>.<method>`.
    */
   scope?: string;
   /** Refuse a request without an `Idempotency-Key` header with 400. Default: false (it runs as usual). */

@@ -20,18 +20,41 @@ export function requestFingerprint({ method, path, body }: RequestFingerprintInp
     .digest('hex');
 }
 
-/** `value` as JSON with every object's keys in sorted order, so two equal bodies give one string. */
+/**
+ * `value` as JSON with every object's keys in sorted order, so two equal bodies give one string.
+ *
+ * Written out directly rather than by building a sorted copy for JSON.stringify: `JSON.parse` (Express' and
+ * Nest's default body parser) makes a `"__proto__"` member an own data property, and assigning it to a plain
+ * copy would set the copy's prototype instead, which JSON.stringify never writes, so `{"__proto__":{"a":1}}` and
+ * `{"__proto__":{"a":2}}` would share one fingerprint. A parser that did set such a member as the prototype
+ * (plain assignment) leaves the data there, so an object whose prototype is another plain object is written with
+ * that prototype as its `"__proto__"` member.
+ */
 export function canonicalJson(value: unknown): string {
   if (value === undefined) return '';
-  return JSON.stringify(sortKeys(value));
+  return write(value) ?? '';
 }
 
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (typeof value !== 'object' || value === null) return value;
-  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return value;
-  const sorted: Record<string, unknown> = {};
-  for (const key of Object.keys(value).sort())
-    sorted[key] = sortKeys((value as Record<string, unknown>)[key]);
-  return sorted;
+/** The canonical JSON of `value`, or undefined where JSON.stringify leaves a value out (functions, symbols). */
+function write(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+    return write((value as { toJSON(): unknown }).toJSON());
+  }
+  if (Array.isArray(value)) return `[${value.map((item) => write(item) ?? 'null').join(',')}]`;
+  const members: string[] = [];
+  for (const key of Object.keys(value).sort()) {
+    const written = write((value as Record<string, unknown>)[key]);
+    if (written !== undefined) members.push(`${JSON.stringify(key)}:${written}`);
+  }
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (prototype !== null && prototype !== Object.prototype && isParsedData(prototype as object)) {
+    members.push(`"__proto__":${write(prototype)}`);
+  }
+  return `{${members.join(',')}}`;
+}
+
+/** Whether a prototype was made by a parser from data: a class's prototype owns its `constructor` function. */
+function isParsedData(prototype: object): boolean {
+  return typeof Object.getOwnPropertyDescriptor(prototype, 'constructor')?.value !== 'function';
 }
