@@ -22,7 +22,7 @@ class RefundRequested {
 
 class BankRejected extends Error {}
 
-const TOKEN = 'c'.repeat(31) + 'd';
+const TOKEN = '76edd7f4b8e2689f975eafdd8b740a2ba4602ce5';
 const QUEUE = uniqueQueue('console');
 const DLQ = `${QUEUE}.dlq`;
 const SCRIPT_BODY = '<script>window.__pwned=1</script>';

@@ -8,7 +8,7 @@ import { TestBroker } from './support/test-broker';
 import { createTestDatabase, type TestDatabase } from './support/test-database';
 import { waitFor } from './support/wait-for';
 
-const ADMIN_TOKEN = 'e'.repeat(40);
+const ADMIN_TOKEN = '8a8ee721e9c36fc44c48a8fc39165ca5d53101a8';
 
 /** A page of the console as a browser gets it: status, where a redirect leads, and the HTML. */
 interface Page {

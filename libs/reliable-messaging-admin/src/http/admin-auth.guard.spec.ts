@@ -30,9 +30,9 @@ function requestWith(authorization?: string, ip = '10.0.0.1'): FakeRequest {
 }
 
 class Routes {
-  read(): void {}
+  read(this: void): void {}
   @OperatorOnly()
-  act(): void {}
+  act(this: void): void {}
 }
 
 function contextOf(

@@ -15,9 +15,9 @@ const TOKEN = 'Tq4mV8xK2pR7nW1zL5cH9bY3dF6gJ0sA';
 const VIEW = 'b7E2kQ9xM4nR8vT1zW6yC3pL5hJ0dF2s';
 
 class Routes {
-  read(): void {}
+  read(this: void): void {}
   @OperatorOnly()
-  act(): void {}
+  act(this: void): void {}
 }
 
 interface FakeRequest {
