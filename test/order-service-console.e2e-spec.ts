@@ -189,6 +189,9 @@ describe('the order service serves the operator console with ADMIN_TOKEN set: si
       "SELECT action, actor, outcome, details->>'note' AS note FROM rm_dead_letter_audit ORDER BY started_at",
     );
     expect(audit.rows).toEqual([
+      // The wrong token of the first test, and the edit page that showed the body.
+      { action: 'sign-in-failed', actor: expect.stringMatching(/^address:/), outcome: 'failed', note: null },
+      { action: 'read', actor: 'token:admin', outcome: 'completed', note: null },
       { action: 'edit-replay', actor: 'token:admin', outcome: 'completed', note: 'order id corrected' },
     ]);
   });
