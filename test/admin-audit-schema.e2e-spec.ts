@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ADMIN_MIGRATIONS } from 'nestjs-reliable-messaging-admin/typeorm';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 
-describe('the admin package’s audit table', () => {
+describe('the admin package’s tables: the audit trail and the signed-out console sessions', () => {
   let db: MessagingDatabase;
 
   beforeAll(async () => {
@@ -13,15 +13,19 @@ describe('the admin package’s audit table', () => {
     await db?.drop();
   });
 
-  it('is migrated by ADMIN_MIGRATIONS to exactly what DeadLetterAuditEntity describes', async () => {
+  it('is migrated by ADMIN_MIGRATIONS to exactly what DeadLetterAuditEntity and AdminSessionRevocationEntity describe', async () => {
     const pending = await db.dataSource.driver.createSchemaBuilder().log();
 
     expect(
-      pending.upQueries.map((query) => query.query).filter((sql) => /rm_dead_letter_audit/.test(sql)),
+      pending.upQueries
+        .map((query) => query.query)
+        .filter((sql) => /rm_dead_letter_audit|rm_admin_session_revocation/.test(sql)),
     ).toEqual([]);
-    expect(await db.dataSource.query(`SELECT to_regclass('rm_dead_letter_audit') AS a`)).toEqual([
-      { a: 'rm_dead_letter_audit' },
-    ]);
+    expect(
+      await db.dataSource.query(
+        `SELECT to_regclass('rm_dead_letter_audit') AS a, to_regclass('rm_admin_session_revocation') AS s`,
+      ),
+    ).toEqual([{ a: 'rm_dead_letter_audit', s: 'rm_admin_session_revocation' }]);
   });
 
   it('reverts its migrations, leaving the core’s tables', async () => {
@@ -32,9 +36,10 @@ describe('the admin package’s audit table', () => {
       for (const Migration of [...ADMIN_MIGRATIONS].reverse()) await new Migration().down(runner);
       expect(
         await other.dataSource.query(
-          `SELECT to_regclass('rm_dead_letter_audit') AS a, to_regclass('rm_outbox') AS o`,
+          `SELECT to_regclass('rm_dead_letter_audit') AS a, to_regclass('rm_admin_session_revocation') AS s, ` +
+            `to_regclass('rm_outbox') AS o`,
         ),
-      ).toEqual([{ a: null, o: 'rm_outbox' }]);
+      ).toEqual([{ a: null, s: null, o: 'rm_outbox' }]);
     } finally {
       await runner.release();
       await other.drop();

@@ -15,7 +15,7 @@ const ORDER = {
   ],
 };
 
-const ADMIN_TOKEN = 'f'.repeat(40);
+const ADMIN_TOKEN = 'bfc946aa4005abd37bd025340ca21baed8e6e6d3';
 
 describe('order flow: the order service as a process, against the real RabbitMQ and PostgreSQL', () => {
   let database: TestDatabase;

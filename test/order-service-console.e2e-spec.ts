@@ -8,7 +8,7 @@ import { TestBroker } from './support/test-broker';
 import { createTestDatabase, type TestDatabase } from './support/test-database';
 import { waitFor } from './support/wait-for';
 
-const ADMIN_TOKEN = 'e'.repeat(40);
+const ADMIN_TOKEN = '8a8ee721e9c36fc44c48a8fc39165ca5d53101a8';
 
 /** A page of the console as a browser gets it: status, where a redirect leads, and the HTML. */
 interface Page {
@@ -189,6 +189,9 @@ describe('the order service serves the operator console with ADMIN_TOKEN set: si
       "SELECT action, actor, outcome, details->>'note' AS note FROM rm_dead_letter_audit ORDER BY started_at",
     );
     expect(audit.rows).toEqual([
+      // The wrong token of the first test, and the edit page that showed the body.
+      { action: 'sign-in-failed', actor: expect.stringMatching(/^address:/), outcome: 'failed', note: null },
+      { action: 'read', actor: 'token:admin', outcome: 'completed', note: null },
       { action: 'edit-replay', actor: 'token:admin', outcome: 'completed', note: 'order id corrected' },
     ]);
   });

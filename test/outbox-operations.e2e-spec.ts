@@ -13,7 +13,7 @@ import { outboxSetup, type OutboxSetup } from './support/outbox-setup';
 import type { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';
 
-const TOKEN = 'o'.repeat(31) + 'k';
+const TOKEN = '1d07061ab1ec07029a5bffedffc119bc99a208bb';
 const MAX_BATCH = 5;
 
 /** Collects what the command line writes. */

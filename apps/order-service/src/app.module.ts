@@ -32,13 +32,24 @@ const ADMIN_PATH = 'admin/dead-letters';
 
 /**
  * The admin API for dead letters and parked outbox rows (`/admin/dead-letters`, `/admin/dead-letters/outbox`)
- * and the operator console (`/admin/dead-letters/console`, signed in with the same token), mounted only when
- * `ADMIN_TOKEN` is set. Decided when this file loads, as a module's imports are fixed then.
+ * and the operator console (`/admin/dead-letters/console`, signed in with the same tokens), mounted only when
+ * `ADMIN_TOKEN` is set; `ADMIN_VIEWER_TOKEN` adds a read-only token. Decided when this file loads, as a module's
+ * imports are fixed then.
  */
 function adminApi(): DynamicModule[] {
-  const { adminToken } = readAdminToken(process.env);
+  const { adminToken, adminViewerToken, consoleSessionSecret } = readAdminToken(process.env);
   if (!adminToken) return [];
-  return [DeadLetterAdminModule.register({ path: ADMIN_PATH, tokens: { admin: adminToken }, console: true })];
+  return [
+    DeadLetterAdminModule.register({
+      path: ADMIN_PATH,
+      tokens: {
+        admin: adminToken,
+        ...(adminViewerToken ? { viewer: { token: adminViewerToken, role: 'viewer' as const } } : {}),
+      },
+      console: true,
+      consoleSessionSecret,
+    }),
+  ];
 }
 
 /**

@@ -12,7 +12,14 @@ export { ReliableMessagingAdminModule } from './reliable-messaging-admin.module'
 
 /** The HTTP admin API (and the console), off unless an app imports `DeadLetterAdminModule.register()`. */
 export { DeadLetterAdminModule } from './http/dead-letter-admin.module';
-export type { DeadLetterAdminOptions } from './http/dead-letter-admin.options';
+export type {
+  DeadLetterAdminOptions,
+  AdminTokenOption,
+  NamedAdminTokenOption,
+  AdminAuthFailureLimit,
+} from './http/dead-letter-admin.options';
+/** What an admin token may do: `viewer` reads, `operator` also replays, edits, purges, retries and discards. */
+export type { AdminRole } from './http/admin-role';
 
 /** The operations the command line and the HTTP API share, for scripts and tests of your own. */
 export { DeadLetterOperations } from './dead-letter/dead-letter-operations.service';

@@ -24,9 +24,16 @@ export interface AppConfig {
   /**
    * `ADMIN_TOKEN`: bearer token (at least 32 characters) of the admin API for dead letters and parked outbox
    * rows, served under `/admin/dead-letters`, and the token the operator console (`/admin/dead-letters/console`)
-   * signs in with; unset, neither is mounted. Default: unset.
+   * signs in with; unset, neither is mounted. An operator's token: it may replay, edit and purge. Default: unset.
    */
   adminToken?: string;
+  /** `ADMIN_VIEWER_TOKEN`: a second token, read-only (role viewer), with `ADMIN_TOKEN` only. Default: unset. */
+  adminViewerToken?: string;
+  /**
+   * `CONSOLE_SESSION_SECRET`: the key that signs console sessions; give every replica the same one so that each
+   * accepts the others' sign-ins. Default: unset (a random key per process, for a single replica).
+   */
+  consoleSessionSecret?: string;
   /** The receipt service. */
   receipt: {
     /**
@@ -199,17 +206,34 @@ function readNumber(
   return value;
 }
 
-/** `ADMIN_TOKEN`, checked; read when the app module loads, since it decides whether the admin API is mounted. */
-export function readAdminToken(env: NodeJS.ProcessEnv): { adminToken?: string } {
-  const token = env.ADMIN_TOKEN?.trim();
+/**
+ * `ADMIN_TOKEN`, `ADMIN_VIEWER_TOKEN` and `CONSOLE_SESSION_SECRET`, checked; read when the app module loads,
+ * since they decide whether the admin API is mounted. The admin module checks each one's strength in turn.
+ */
+export function readAdminToken(
+  env: NodeJS.ProcessEnv,
+): Pick<AppConfig, 'adminToken' | 'adminViewerToken' | 'consoleSessionSecret'> {
+  const token = adminSecret(env, 'ADMIN_TOKEN');
   if (!token) return {};
-  // The token is a secret: name the variable, never echo its value.
-  if (token.length < 32 || /\s/.test(token)) {
+  const viewer = adminSecret(env, 'ADMIN_VIEWER_TOKEN');
+  const secret = adminSecret(env, 'CONSOLE_SESSION_SECRET');
+  return {
+    adminToken: token,
+    ...(viewer ? { adminViewerToken: viewer } : {}),
+    ...(secret ? { consoleSessionSecret: secret } : {}),
+  };
+}
+
+function adminSecret(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name]?.trim();
+  if (!value) return undefined;
+  // A secret: name the variable, never echo its value.
+  if (value.length < 32 || /\s/.test(value)) {
     throw new Error(
-      'ADMIN_TOKEN must be at least 32 characters with no spaces; generate one with: openssl rand -hex 32',
+      `${name} must be at least 32 characters with no spaces; generate one with: openssl rand -hex 32`,
     );
   }
-  return { adminToken: token };
+  return value;
 }
 
 /**

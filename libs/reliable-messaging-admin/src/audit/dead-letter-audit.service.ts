@@ -38,7 +38,7 @@ export interface DeadLetterAuditStart {
 }
 
 /**
- * The audit trail of replays, edits and purges: the `rm_dead_letter_audit` table when the module has a
+ * The audit trail of replays, edits and purges, reads of message bodies and refused admin tokens: the `rm_dead_letter_audit` table when the module has a
  * DataSource, else a JSON-lines file (`deadLetterAuditFile`). A record is written before an operation changes
  * anything (an operation whose audit cannot be written does not run) and completed when it ends.
  */
@@ -71,27 +71,7 @@ export class DeadLetterAudit {
       finishedAt: null,
     };
     try {
-      if (this.options.dataSource) {
-        await this.options.dataSource.query(
-          `INSERT INTO "${DEAD_LETTER_AUDIT_TABLE}" ` +
-            `("id", "action", "actor", "queue", "selection", "message_ids", "message_count", "outcome", "details", "started_at") ` +
-            `VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-          [
-            record.id,
-            record.action,
-            record.actor,
-            record.queue,
-            JSON.stringify(record.selection),
-            JSON.stringify(record.messageIds),
-            record.messageCount,
-            record.outcome,
-            JSON.stringify(record.details),
-            record.startedAt,
-          ],
-        );
-      } else {
-        await this.append(record);
-      }
+      await this.insert(record);
     } catch (error) {
       throw new Error(
         `the ${record.action} was not started because its audit record could not be written to ${this.destination} ` +
@@ -99,6 +79,34 @@ export class DeadLetterAudit {
         { cause: error },
       );
     }
+    return record;
+  }
+
+  /**
+   * Writes a record of something done at once: a read of a message body (`read`), a refused bearer token
+   * (`token-refused`) or console sign-in (`sign-in-failed`). Throws when it cannot be written.
+   */
+  async note(
+    entry: DeadLetterAuditStart & {
+      messageIds?: string[];
+      outcome: Exclude<DeadLetterAuditOutcome, 'started'>;
+    },
+  ): Promise<DeadLetterAuditRecord> {
+    const now = new Date();
+    const record: DeadLetterAuditRecord = {
+      id: uuidv7(),
+      action: entry.action,
+      actor: entry.actor,
+      queue: entry.queue ?? null,
+      selection: entry.selection,
+      messageIds: entry.messageIds ?? [],
+      messageCount: entry.messageIds?.length ?? 0,
+      outcome: entry.outcome,
+      details: entry.details ?? {},
+      startedAt: now,
+      finishedAt: now,
+    };
+    await this.insert(record);
     return record;
   }
 
@@ -181,6 +189,28 @@ export class DeadLetterAudit {
     }
     // NOTE: ids are UUIDv7, so their order is the order the operations started in.
     return [...latest.values()].sort((a, b) => b.id.localeCompare(a.id)).slice(0, limit);
+  }
+
+  private async insert(record: DeadLetterAuditRecord): Promise<void> {
+    if (!this.options.dataSource) return this.append(record);
+    await this.options.dataSource.query(
+      `INSERT INTO "${DEAD_LETTER_AUDIT_TABLE}" ` +
+        `("id", "action", "actor", "queue", "selection", "message_ids", "message_count", "outcome", "details", "started_at", "finished_at") ` +
+        `VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      [
+        record.id,
+        record.action,
+        record.actor,
+        record.queue,
+        JSON.stringify(record.selection),
+        JSON.stringify(record.messageIds),
+        record.messageCount,
+        record.outcome,
+        JSON.stringify(record.details),
+        record.startedAt,
+        record.finishedAt,
+      ],
+    );
   }
 
   private async append(record: DeadLetterAuditRecord): Promise<void> {

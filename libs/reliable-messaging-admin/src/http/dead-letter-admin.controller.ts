@@ -7,6 +7,8 @@ import { parseDeadLetterFilter, type DeadLetterFilterInput } from '../dead-lette
 import { describeDeadLetter } from '../dead-letter/dead-letter-view';
 import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
 import { adminActor } from './admin-actor';
+import { OperatorOnly } from './admin-role';
+import { auditBodyRead } from './body-read-audit';
 import { answer, flagOf, limitOf, noteOf, type AdminInput } from './admin-request';
 import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from './dead-letter-admin.options';
 
@@ -27,7 +29,8 @@ type Input = AdminInput;
  * - `POST   purge    { ...filter, all?, limit?, dryRun?, allowEmpty?, confirm: true, note? }`
  * - `GET    audit?limit`                               the latest audit records
  *
- * A replay or purge that matches nothing answers 404 (and is audited as failed) unless `allowEmpty: true`.
+ * A viewer's token may list, show and read the audit; replay, edit and purge need an operator's (else 403).
+ * Every show of a message in full is audited as a `read`. A replay or purge that matches nothing answers 404 (and is audited as failed) unless `allowEmpty: true`.
  * The parked outbox rows are served beside it, under `outbox/` (OutboxAdminController).
  */
 export class DeadLetterAdminController {
@@ -56,11 +59,20 @@ export class DeadLetterAdminController {
   }
 
   @Get('messages/:queue/:messageId')
-  async show(@Param('queue') queue: string, @Param('messageId') messageId: string): Promise<unknown> {
-    return this.run(async () => describeDeadLetter(await this.operations.show(messageId, queue), true));
+  async show(
+    @Param('queue') queue: string,
+    @Param('messageId') messageId: string,
+    @Req() request: object,
+  ): Promise<unknown> {
+    return this.run(async () => {
+      const deadLetter = await this.operations.show(messageId, queue);
+      await auditBodyRead(this.audit, this.actor(request), { deadLetterQueue: queue, messageId });
+      return describeDeadLetter(deadLetter, true);
+    });
   }
 
   @Post('replay')
+  @OperatorOnly()
   @HttpCode(200)
   async replay(@Body() body: Input, @Req() request: object): Promise<unknown> {
     return this.run(() =>
@@ -75,6 +87,7 @@ export class DeadLetterAdminController {
   }
 
   @Post('messages/:queue/:messageId/edit')
+  @OperatorOnly()
   @HttpCode(200)
   async edit(
     @Param('queue') queue: string,
@@ -96,6 +109,7 @@ export class DeadLetterAdminController {
   }
 
   @Post('purge')
+  @OperatorOnly()
   @HttpCode(200)
   async purge(@Body() body: Input, @Req() request: object): Promise<unknown> {
     return this.run(() => {

@@ -8,6 +8,8 @@ import {
   type Type,
 } from '@nestjs/common';
 import { ReliableMessagingAdminModule } from '../reliable-messaging-admin.module';
+import { AdminSessionRevocations } from '../session/admin-session-revocations.service';
+import { AdminAuthFailures } from './admin-auth-failures.service';
 import { AdminAuthGuard } from './admin-auth.guard';
 import { ConsoleAuditController } from './console/console-audit.controller';
 import { ConsoleContext } from './console/console-context';
@@ -41,11 +43,16 @@ const CONSOLE_CONTROLLERS: Array<Type<object>> = [
  * The opt-in HTTP admin API for dead letters and parked outbox rows (see DeadLetterAdminController, and
  * OutboxAdminController under `<path>/outbox`, for their routes), and, with `console: true`, the operator
  * console, its web pages (see docs/operations.md). Off unless an HTTP app imports it, and never open: it needs
- * bearer tokens, a guard of your own, or both. Requires
+ * bearer tokens, a guard of your own, or both. A token is an operator's (reads and acts) or a viewer's (reads
+ * only); wrong tokens are rate-limited per address, logged and audited. Requires
  * `ReliableMessagingModule` (global) in the same app.
  *
  * @example
- * DeadLetterAdminModule.register({ tokens: { ops: process.env.DLQ_ADMIN_TOKEN }, console: true })
+ * DeadLetterAdminModule.register({
+ *   tokens: { ops: process.env.DLQ_ADMIN_TOKEN, support: { token: process.env.DLQ_VIEWER_TOKEN, role: 'viewer' } },
+ *   console: true,
+ *   consoleSessionSecret: process.env.DLQ_CONSOLE_SECRET,
+ * })
  */
 @Module({})
 export class DeadLetterAdminModule {
@@ -71,8 +78,11 @@ export class DeadLetterAdminModule {
       providers: [
         { provide: DEAD_LETTER_ADMIN_OPTIONS, useValue: resolved },
         AdminAuthGuard,
+        AdminAuthFailures,
         ...ownGuards,
-        ...(resolved.console ? [ConsoleContext, ConsoleGuard, ConsoleFigures, ConsoleExceptionFilter] : []),
+        ...(resolved.console
+          ? [ConsoleContext, ConsoleGuard, ConsoleFigures, ConsoleExceptionFilter, AdminSessionRevocations]
+          : []),
       ],
     };
   }

@@ -4,7 +4,10 @@ import { parseOutboxFilter, type OutboxFilter } from '../outbox/outbox-filter';
 import type { OutboxOperationOptions } from '../outbox/outbox-operation';
 import type { OutboxSelection } from '../outbox/outbox-selection';
 import { OutboxOperations } from '../outbox/outbox-operations.service';
+import { DeadLetterAudit } from '../audit/dead-letter-audit.service';
 import { adminActor } from './admin-actor';
+import { OperatorOnly } from './admin-role';
+import { auditBodyRead } from './body-read-audit';
 import { answer, flagOf, limitOf, noteOf, type AdminInput } from './admin-request';
 import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from './dead-letter-admin.options';
 
@@ -19,11 +22,13 @@ import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from '
  * - `POST   outbox/retry    { ...filter, all?, limit?, dryRun?, allowEmpty?, note? }`
  * - `POST   outbox/discard  { ...filter, all?, limit?, dryRun?, allowEmpty?, confirm: true, note? }`
  *
- * A retry or discard that matches nothing answers 404 (audited as failed) unless `allowEmpty: true`.
+ * Retry and discard need an operator's token (a viewer's gets 403); a show is audited as a `read`. A retry or
+ * discard that matches nothing answers 404 (audited as failed) unless `allowEmpty: true`.
  */
 export class OutboxAdminController {
   constructor(
     private readonly outbox: OutboxOperations,
+    private readonly audit: DeadLetterAudit,
     @Inject(DEAD_LETTER_ADMIN_OPTIONS) private readonly options: ResolvedDeadLetterAdminOptions,
   ) {}
 
@@ -33,17 +38,26 @@ export class OutboxAdminController {
   }
 
   @Get('rows/:id')
-  async show(@Param('id') id: string): Promise<unknown> {
-    return answer(() => this.outbox.show(id));
+  async show(@Param('id') id: string, @Req() request: object): Promise<unknown> {
+    return answer(async () => {
+      const row = await this.outbox.show(id);
+      await auditBodyRead(this.audit, adminActor(request, this.options), {
+        outboxRowId: row.id,
+        messageId: row.messageId,
+      });
+      return row;
+    });
   }
 
   @Post('retry')
+  @OperatorOnly()
   @HttpCode(200)
   async retry(@Body() body: AdminInput, @Req() request: object): Promise<unknown> {
     return answer(() => this.outbox.retry(this.selection(body), this.operationOptions(body, request)));
   }
 
   @Post('discard')
+  @OperatorOnly()
   @HttpCode(200)
   async discard(@Body() body: AdminInput, @Req() request: object): Promise<unknown> {
     return answer(() => {

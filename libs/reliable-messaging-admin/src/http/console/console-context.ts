@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import {
   RESOLVED_MESSAGING_OPTIONS,
@@ -7,12 +7,14 @@ import {
 import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from '../dead-letter-admin.options';
 import { ADMIN_ACTOR } from '../admin-auth.guard';
 import { CONSOLE_SESSION } from './console-http';
-import { ConsoleSessions, sessionCookie, type ConsoleSession } from './console-session';
+import { AdminSessionRevocations } from '../../session/admin-session-revocations.service';
+import { ADMIN_ROLE, type AdminRole } from '../admin-role';
+import { ConsoleSessions, sessionCookie, sessionKeyOf, type ConsoleSession } from './console-session';
 import type { PageFrame } from './views/layout.view';
 
 /** The console's mount point and sessions, shared by its guard, filter and controllers. */
 @Injectable()
-export class ConsoleContext {
+export class ConsoleContext implements OnApplicationBootstrap {
   /** The console's URL path, `/<path>/console`. */
   readonly base: string;
   readonly sessions: ConsoleSessions;
@@ -23,11 +25,25 @@ export class ConsoleContext {
   constructor(
     @Inject(DEAD_LETTER_ADMIN_OPTIONS) readonly options: ResolvedDeadLetterAdminOptions,
     @Inject(RESOLVED_MESSAGING_OPTIONS) messaging: ResolvedMessagingOptions,
+    /** The sessions signed out before they expired. */
+    readonly revocations: AdminSessionRevocations,
   ) {
     this.base = `/${options.path}/console`;
-    this.sessions = new ConsoleSessions(options.consoleSessionTtlMs);
+    this.sessions = new ConsoleSessions(
+      options.consoleSessionTtlMs,
+      sessionKeyOf(options.consoleSessionSecret),
+    );
     if (!messaging.dataSource)
       this.outboxUnavailable = 'this app has no outbox: ReliableMessagingModule has no dataSource option';
+  }
+
+  onApplicationBootstrap(): void {
+    if (this.options.consoleSessionSecret !== undefined && !this.revocations.shared) {
+      new Logger('DeadLetterConsole').warn(
+        'consoleSessionSecret is set but there is no DataSource: a sign-out is refused only by this replica; ' +
+          'give ReliableMessagingModule a dataSource (with ADMIN_MIGRATIONS) so that every replica refuses it',
+      );
+    }
   }
 
   /** Whether the console signs in with the admin tokens (else the app's own guard authenticates each request). */
@@ -53,11 +69,13 @@ export class ConsoleContext {
   /** What a page of this request needs: the console's path, the session's CSRF token, who signed in. */
   frame(request: Request): PageFrame {
     const session = (request as Request & { [CONSOLE_SESSION]?: ConsoleSession })[CONSOLE_SESSION];
-    const actor = (request as unknown as Record<symbol, unknown>)[ADMIN_ACTOR];
+    const recorded = request as unknown as Record<symbol, unknown>;
+    const actor = recorded[ADMIN_ACTOR];
     return {
       base: this.base,
       csrf: session ? this.sessions.csrfToken(session) : '',
       actor: this.usesTokens && typeof actor === 'string' ? actor : undefined,
+      readOnly: (recorded[ADMIN_ROLE] as AdminRole | undefined) === 'viewer',
       unavailable: this.outboxUnavailable ? { outbox: this.outboxUnavailable } : {},
     };
   }

@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { Logger, type ArgumentsHost } from '@nestjs/common';
 import { DeadLetterNotFoundError } from '../../errors/dead-letter-not-found.error';
 import type { ResolvedMessagingOptions } from 'nestjs-reliable-messaging/operations';
+import { AdminSessionRevocations } from '../../session/admin-session-revocations.service';
 import { resolveAdminOptions } from '../dead-letter-admin.options';
 import { ConsoleContext } from './console-context';
 import { ConsoleExceptionFilter } from './console-exception.filter';
@@ -15,8 +16,9 @@ interface Answer {
 
 function answerTo(error: unknown): { answer: Answer; logged: string[] } {
   const console = new ConsoleContext(
-    resolveAdminOptions({ tokens: { ops: 't'.repeat(32) }, console: true }),
+    resolveAdminOptions({ tokens: { ops: 'Tq4mV8xK2pR7nW1zL5cH9bY3dF6gJ0sA' }, console: true }),
     {} as ResolvedMessagingOptions,
+    new AdminSessionRevocations({} as ResolvedMessagingOptions),
   );
   const filter = new ConsoleExceptionFilter(console);
   const logged: string[] = [];

@@ -4,7 +4,10 @@ import { InvalidDeadLetterQueryError } from '../../errors/invalid-dead-letter-qu
 import { errorMessage } from 'nestjs-reliable-messaging/operations';
 import { DeadLetterOperations } from '../../dead-letter/dead-letter-operations.service';
 import { describeDeadLetter } from '../../dead-letter/dead-letter-view';
+import { DeadLetterAudit } from '../../audit/dead-letter-audit.service';
 import { adminActor } from '../admin-actor';
+import { OperatorOnly } from '../admin-role';
+import { auditBodyRead } from '../body-read-audit';
 import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from '../dead-letter-admin.options';
 import { ConsoleContext } from './console-context';
 import { CONSOLE_FORM, field, redirectTo, sendHtml, type ConsoleRequest } from './console-http';
@@ -20,6 +23,7 @@ export class ConsoleMessagesController {
   constructor(
     private readonly console: ConsoleContext,
     private readonly operations: DeadLetterOperations,
+    private readonly audit: DeadLetterAudit,
     @Inject(DEAD_LETTER_ADMIN_OPTIONS) private readonly options: ResolvedDeadLetterAdminOptions,
   ) {}
 
@@ -70,10 +74,12 @@ export class ConsoleMessagesController {
   ): Promise<void> {
     const frame = this.console.frame(request);
     const deadLetter = await this.operations.show(messageId, queue);
+    await auditBodyRead(this.audit, adminActor(request, this.options), { deadLetterQueue: queue, messageId });
     sendHtml(response, layout(frame, `Dead letter ${messageId}`, 'messages', messageView(frame, deadLetter)));
   }
 
   @Get('messages/:queue/:messageId/edit')
+  @OperatorOnly()
   async editPage(
     @Req() request: Request,
     @Res() response: Response,
@@ -82,6 +88,7 @@ export class ConsoleMessagesController {
   ): Promise<void> {
     const frame = this.console.frame(request);
     const deadLetter = await this.operations.show(messageId, queue);
+    await auditBodyRead(this.audit, adminActor(request, this.options), { deadLetterQueue: queue, messageId });
     const body = bodyText(describeDeadLetter(deadLetter, true));
     sendHtml(response, layout(frame, `Edit ${messageId}`, 'messages', editView(frame, deadLetter, body, '')));
   }
@@ -91,6 +98,7 @@ export class ConsoleMessagesController {
    * it; a body the check refuses is shown again with the reason, and nothing is replayed.
    */
   @Post('messages/:queue/:messageId/edit')
+  @OperatorOnly()
   async edit(
     @Req() request: ConsoleRequest,
     @Res() response: Response,

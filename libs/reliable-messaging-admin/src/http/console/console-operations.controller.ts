@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import { InvalidDeadLetterQueryError } from '../../errors/invalid-dead-letter-query.error';
 import { DeadLetterOperations } from '../../dead-letter/dead-letter-operations.service';
 import { adminActor } from '../admin-actor';
+import { OperatorOnly } from '../admin-role';
 import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from '../dead-letter-admin.options';
 import { ConsoleContext } from './console-context';
 import { CONSOLE_FORM, field, redirectTo, sendHtml, type ConsoleRequest } from './console-http';
@@ -26,21 +27,25 @@ export class ConsoleOperationsController {
   ) {}
 
   @Get('replay')
+  @OperatorOnly()
   replayPreview(@Req() request: Request, @Res() response: Response, @Query() source: object): Promise<void> {
     return this.preview('replay', request, response, source);
   }
 
   @Get('purge')
+  @OperatorOnly()
   purgePreview(@Req() request: Request, @Res() response: Response, @Query() source: object): Promise<void> {
     return this.preview('purge', request, response, source);
   }
 
   @Post('replay')
+  @OperatorOnly()
   replay(@Req() request: ConsoleRequest, @Res() response: Response): Promise<void> {
     return this.run('replay', request, response);
   }
 
   @Post('purge')
+  @OperatorOnly()
   purge(@Req() request: ConsoleRequest, @Res() response: Response): Promise<void> {
     if (field(request[CONSOLE_FORM], 'confirm') !== 'yes') {
       throw new InvalidDeadLetterQueryError(

@@ -2,7 +2,10 @@ import { Get, Inject, Injectable, Param, Post, Query, Req, Res } from '@nestjs/c
 import type { Request, Response } from 'express';
 import { InvalidDeadLetterQueryError } from '../../errors/invalid-dead-letter-query.error';
 import { OutboxOperations } from '../../outbox/outbox-operations.service';
+import { DeadLetterAudit } from '../../audit/dead-letter-audit.service';
 import { adminActor } from '../admin-actor';
+import { OperatorOnly } from '../admin-role';
+import { auditBodyRead } from '../body-read-audit';
 import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from '../dead-letter-admin.options';
 import { ConsoleContext } from './console-context';
 import { CONSOLE_FORM, field, redirectTo, sendHtml, type ConsoleRequest } from './console-http';
@@ -30,6 +33,7 @@ export class ConsoleOutboxController {
   constructor(
     private readonly console: ConsoleContext,
     private readonly outbox: OutboxOperations,
+    private readonly audit: DeadLetterAudit,
     @Inject(DEAD_LETTER_ADMIN_OPTIONS) private readonly options: ResolvedDeadLetterAdminOptions,
   ) {}
 
@@ -63,25 +67,33 @@ export class ConsoleOutboxController {
     this.requireOutbox();
     const frame = this.console.frame(request);
     const row = await this.outbox.show(id);
+    await auditBodyRead(this.audit, adminActor(request, this.options), {
+      outboxRowId: row.id,
+      messageId: row.messageId,
+    });
     sendHtml(response, layout(frame, `Parked outbox row ${row.id}`, 'outbox', outboxRowView(frame, row)));
   }
 
   @Get('outbox/retry')
+  @OperatorOnly()
   retryPreview(@Req() request: Request, @Res() response: Response, @Query() source: object): Promise<void> {
     return this.preview('retry', request, response, source);
   }
 
   @Get('outbox/discard')
+  @OperatorOnly()
   discardPreview(@Req() request: Request, @Res() response: Response, @Query() source: object): Promise<void> {
     return this.preview('discard', request, response, source);
   }
 
   @Post('outbox/retry')
+  @OperatorOnly()
   retry(@Req() request: ConsoleRequest, @Res() response: Response): Promise<void> {
     return this.run('retry', request, response);
   }
 
   @Post('outbox/discard')
+  @OperatorOnly()
   discard(@Req() request: ConsoleRequest, @Res() response: Response): Promise<void> {
     if (field(request[CONSOLE_FORM], 'confirm') !== 'yes') {
       throw new InvalidDeadLetterQueryError(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConsoleSessions, cookieValue, sessionCookie } from './console-session';
+import { ConsoleSessions, cookieValue, sessionCookie, sessionKeyOf } from './console-session';
 
 const HOUR = 3_600_000;
 
@@ -66,5 +66,16 @@ describe('session cookies', () => {
     expect(cookieValue('a=1; rm_console=abc.def; b=2', 'rm_console')).toBe('abc.def');
     expect(cookieValue('rm_console_x=1', 'rm_console')).toBeUndefined();
     expect(cookieValue(undefined, 'rm_console')).toBeUndefined();
+  });
+
+  it('accepts a session issued under the same consoleSessionSecret (another replica) and refuses one under another', () => {
+    const secret = 'Hx7pQ2vN9kR4mT8wZ1cL6bY3dF5gJ0sA';
+    const replicaA = new ConsoleSessions(HOUR, sessionKeyOf(secret));
+    const replicaB = new ConsoleSessions(HOUR, sessionKeyOf(secret));
+    const stranger = new ConsoleSessions(HOUR, sessionKeyOf(`${secret}x`));
+    const { session, cookie } = replicaA.issue('ops');
+    expect(replicaB.read(cookie)).toEqual(session);
+    expect(stranger.read(cookie)).toBeUndefined();
+    expect(new ConsoleSessions(HOUR, sessionKeyOf(undefined)).read(cookie)).toBeUndefined();
   });
 });

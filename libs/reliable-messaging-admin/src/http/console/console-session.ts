@@ -14,10 +14,21 @@ export interface ConsoleSession {
 }
 
 /**
- * Issues and checks the console's sessions. A session is `<payload>.<HMAC-SHA256>` in base64url, signed with a
- * random key held in memory (never the admin token, which the browser sends only once, to sign in). The CSRF
+ * The key sessions are signed with: derived from `consoleSessionSecret`, so that every replica given the same
+ * secret accepts the others' sessions; without one, random and held in this process only, so that a restart
+ * signs every browser out.
+ */
+export function sessionKeyOf(secret: string | undefined): Buffer {
+  if (secret === undefined) return randomBytes(32);
+  // A key of its own, so that the secret itself never signs anything an attacker sees.
+  return createHmac('sha256', secret).update('rm-console-session-key', 'utf8').digest();
+}
+
+/**
+ * Issues and checks the console's sessions. A session is `<payload>.<HMAC-SHA256>` in base64url, signed with
+ * the key `sessionKeyOf` gives (never an admin token, which the browser sends only once, to sign in). The CSRF
  * token of a session is an HMAC of its id under the same key, so a page needs no server-side state to check it.
- * Restarting the process signs every browser out.
+ * Signing out is remembered apart, by session id (AdminSessionRevocations).
  */
 export class ConsoleSessions {
   constructor(

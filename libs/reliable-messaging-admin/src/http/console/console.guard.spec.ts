@@ -1,7 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { ForbiddenException, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import { AdminSessionRevocations } from '../../session/admin-session-revocations.service';
 import { ADMIN_ACTOR } from '../admin-auth.guard';
+import { ADMIN_ROLE, OperatorOnly } from '../admin-role';
 import { resolveAdminOptions } from '../dead-letter-admin.options';
 import { ConsoleContext } from './console-context';
 import { CONSOLE_SESSION } from './console-http';
@@ -9,7 +11,14 @@ import { CONSOLE_COOKIE } from './console-session';
 import { ConsoleGuard, ConsoleSignInRequired } from './console.guard';
 import type { ResolvedMessagingOptions } from 'nestjs-reliable-messaging/operations';
 
-const TOKEN = 't'.repeat(32);
+const TOKEN = 'Tq4mV8xK2pR7nW1zL5cH9bY3dF6gJ0sA';
+const VIEW = 'b7E2kQ9xM4nR8vT1zW6yC3pL5hJ0dF2s';
+
+class Routes {
+  read(this: void): void {}
+  @OperatorOnly()
+  act(this: void): void {}
+}
 
 interface FakeRequest {
   method: string;
@@ -28,17 +37,18 @@ function fakeResponse(): { headers: Record<string, string | string[]>; setHeader
   };
 }
 
-function contextOf(request: FakeRequest, response: object): ExecutionContext {
+function contextOf(request: FakeRequest, response: object, route: 'read' | 'act' = 'read'): ExecutionContext {
   return {
     switchToHttp: () => ({ getRequest: () => request, getResponse: () => response }),
-    getHandler: () => () => undefined,
+    getHandler: () => Routes.prototype[route],
   } as unknown as ExecutionContext;
 }
 
 describe('ConsoleGuard', () => {
   const console = new ConsoleContext(
-    resolveAdminOptions({ tokens: { ops: TOKEN }, console: true }),
+    resolveAdminOptions({ tokens: { ops: TOKEN, support: { token: VIEW, role: 'viewer' } }, console: true }),
     {} as ResolvedMessagingOptions,
+    new AdminSessionRevocations({} as ResolvedMessagingOptions),
   );
   const guard = new ConsoleGuard(console, new Reflector());
   const signedIn = console.sessions.issue('ops');
@@ -89,6 +99,27 @@ describe('ConsoleGuard', () => {
   it('refuses a POST of an anonymous session to a guarded route even with its CSRF token', async () => {
     const request = post(anonymous.cookie, { _csrf: console.sessions.csrfToken(anonymous.session) });
     await expect(guard.canActivate(contextOf(request, fakeResponse()))).rejects.toThrow(
+      ConsoleSignInRequired,
+    );
+  });
+
+  it("records a viewer's role, lets it read, and refuses it a page that acts with 403", async () => {
+    const viewer = console.sessions.issue('support');
+    const request: FakeRequest = { method: 'GET', headers: cookie(viewer.cookie), secure: false };
+    await expect(guard.canActivate(contextOf(request, fakeResponse()))).resolves.toBe(true);
+    expect(request[ADMIN_ROLE]).toBe('viewer');
+    const acting: FakeRequest = { method: 'GET', headers: cookie(viewer.cookie), secure: false };
+    await expect(guard.canActivate(contextOf(acting, fakeResponse(), 'act'))).rejects.toThrow(
+      ForbiddenException,
+    );
+  });
+
+  it('refuses a signed-in session once it is revoked, as if it had never signed in', async () => {
+    const session = console.sessions.issue('ops');
+    const request = (): FakeRequest => ({ method: 'GET', headers: cookie(session.cookie), secure: false });
+    await expect(guard.canActivate(contextOf(request(), fakeResponse()))).resolves.toBe(true);
+    await console.revocations.revoke(session.session.id, session.session.expiresAt);
+    await expect(guard.canActivate(contextOf(request(), fakeResponse()))).rejects.toThrow(
       ConsoleSignInRequired,
     );
   });

@@ -9,6 +9,7 @@ import {
 import { Reflector } from '@nestjs/core';
 import type { Response } from 'express';
 import { ADMIN_ACTOR } from '../admin-auth.guard';
+import { ADMIN_ROLE, requireRoleFor } from '../admin-role';
 import { ConsoleContext } from './console-context';
 import {
   CONSOLE_FORM,
@@ -17,7 +18,7 @@ import {
   setConsoleHeaders,
   type ConsoleRequest,
 } from './console-http';
-import { CONSOLE_COOKIE, cookieValue } from './console-session';
+import { CONSOLE_COOKIE, cookieValue, type ConsoleSession } from './console-session';
 
 const OPEN_ROUTE = 'rm:console-open-route';
 
@@ -35,7 +36,8 @@ export class ConsoleSignInRequired extends UnauthorizedException {
  * Guards every console route, in this order: sets the security headers; reads the session cookie (a browser
  * without a valid one gets a new anonymous session); reads the form of a POST and refuses it with 403 unless it
  * carries the session's CSRF token; then, when the console signs in with tokens, refuses a session that has
- * not signed in, and records its token name as the actor, as the API's token check does. With a guard of the
+ * not signed in or has signed out, records its token name as the actor and its role, as the API's token check
+ * does, and refuses a viewer's request to a page that acts (403). With a guard of the
  * app's own instead of tokens, that guard, which runs after this one, decides who gets in.
  */
 @Injectable()
@@ -51,7 +53,7 @@ export class ConsoleGuard implements CanActivate {
     const response = http.getResponse<Response>();
     setConsoleHeaders(response);
     const session =
-      this.console.sessions.read(cookieValue(request.headers.cookie, CONSOLE_COOKIE)) ??
+      (await this.liveSession(cookieValue(request.headers.cookie, CONSOLE_COOKIE))) ??
       this.console.startSession(request, response, null);
     request[CONSOLE_SESSION] = session;
     request[CONSOLE_FORM] = await readForm(request);
@@ -64,11 +66,19 @@ export class ConsoleGuard implements CanActivate {
     }
     if (this.reflector.get<boolean>(OPEN_ROUTE, context.getHandler()) === true) return true;
     if (!this.console.usesTokens) return true;
-    const name = session.name;
-    if (name === null || !this.console.options.tokens.some((token) => token.name === name)) {
-      throw new ConsoleSignInRequired();
-    }
-    (request as unknown as Record<symbol, unknown>)[ADMIN_ACTOR] = `token:${name}`;
+    const token = this.console.options.tokens.find(({ name }) => name === session.name);
+    if (session.name === null || token === undefined) throw new ConsoleSignInRequired();
+    const recorded = request as unknown as Record<symbol, unknown>;
+    recorded[ADMIN_ACTOR] = `token:${token.name}`;
+    recorded[ADMIN_ROLE] = token.role;
+    requireRoleFor(context, this.reflector, token.role);
     return true;
+  }
+
+  /** The session a cookie holds, unless it is missing, forged, expired or signed out. */
+  private async liveSession(cookie: string | undefined): Promise<ConsoleSession | undefined> {
+    const session = this.console.sessions.read(cookie);
+    if (session === undefined || session.name === null) return session;
+    return (await this.console.revocations.isRevoked(session.id)) ? undefined : session;
   }
 }

@@ -24,6 +24,8 @@ export interface PageFrame {
   csrf: string;
   /** Who is signed in (`token:ops`), or undefined on the sign-in page and under an app's own guard. */
   actor?: string;
+  /** Whether the signed-in token is a viewer's, which may not act: the pages leave out their action forms. */
+  readOnly?: boolean;
   /** The sections this app cannot show, each with the reason (its title when greyed out). */
   unavailable?: Partial<Record<string, string>>;
 }

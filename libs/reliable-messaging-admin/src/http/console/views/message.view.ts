@@ -36,15 +36,18 @@ export function messageView(frame: PageFrame, deadLetter: DeadLetter): SafeHtml 
     ['Content type', deadLetter.contentType],
   ];
   const warning = claimedQueueWarning(deadLetter);
+  const actions = frame.readOnly
+    ? ''
+    : html`<a
+          class="button primary"
+          href="${frame.base}/messages/${encodeURIComponent(deadLetter.queue)}/${encodeURIComponent(id)}/edit"
+          >Edit body and replay…</a
+        >
+        <a class="button" href="${frame.base}/replay${selection}">Replay…</a>
+        <a class="button" href="${frame.base}/purge${selection}">Purge…</a>`;
   return html` ${warning ? notice('error', `Warning: ${warning}.`) : ''}
     <div class="actions">
-      <a
-        class="button primary"
-        href="${frame.base}/messages/${encodeURIComponent(deadLetter.queue)}/${encodeURIComponent(id)}/edit"
-        >Edit body and replay…</a
-      >
-      <a class="button" href="${frame.base}/replay${selection}">Replay…</a>
-      <a class="button" href="${frame.base}/purge${selection}">Purge…</a>
+      ${actions}
       <a href="${frame.base}/messages${query({ queue: deadLetter.queue })}">Back to the list</a>
     </div>
     <dl class="facts">${factItems(facts)}</dl>

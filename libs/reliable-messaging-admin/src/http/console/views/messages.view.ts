@@ -104,7 +104,7 @@ export function messagesView(frame: PageFrame, page: MessagesPage): SafeHtml {
     </p>
     <form method="get" action="${frame.base}/replay">
       ${filter.queue ? html`<input type="hidden" name="queue" value="${filter.queue}" />` : ''}
-      <div class="actions">
+      <div class="actions" ${frame.readOnly ? 'hidden' : ''}>
         <button type="submit" class="primary">Replay selected…</button>
         <button type="submit" formaction="${frame.base}/purge">Purge selected…</button>
         <span class="muted">or every match of the filter:</span>

@@ -75,7 +75,7 @@ export function outboxView(frame: PageFrame, page: OutboxPage): SafeHtml {
       retry it once the cause is fixed, or discard it to release the rows behind it.
     </p>
     <form method="get" action="${base}/retry">
-      <div class="actions">
+      <div class="actions" ${frame.readOnly ? 'hidden' : ''}>
         <button type="submit" class="primary">Retry selected…</button>
         <button type="submit" formaction="${base}/discard">Discard selected…</button>
         <span class="muted">or every match of the filter:</span>
@@ -130,8 +130,12 @@ export function outboxRowView(frame: PageFrame, row: ParkedOutboxRowDetail): Saf
   );
   return html` ${row.holdingBack > 0 ? notice('error', holdingBack(row)) : ''}
     <div class="actions">
-      <a class="button primary" href="${base}/retry${selection}">Retry…</a>
-      <a class="button" href="${base}/discard${selection}">Discard…</a>
+      ${
+        frame.readOnly
+          ? ''
+          : html`<a class="button primary" href="${base}/retry${selection}">Retry…</a>
+              <a class="button" href="${base}/discard${selection}">Discard…</a>`
+      }
       <a href="${base}">Back to the list</a>
     </div>
     <dl class="facts">
