@@ -52,6 +52,11 @@ export const HOSTILE_BODIES: ReadonlyArray<{ why: string; body: Buffer; finding?
     why: "Nest's RMQ packet asking for a reply",
     body: Buffer.from('{"pattern":"order.placed","data":{},"id":"1"}'),
   },
+  {
+    why: 'a constructor key holding an array: class-transformer throws a TypeError, which is retried',
+    body: Buffer.from('{"orderId":{"constructor":[]},"totalCents":0,"lines":[]}'),
+    finding: 'constructor',
+  },
   { why: 'a long string', body: Buffer.from(JSON.stringify({ orderId: 'x'.repeat(100_000) })) },
   {
     why: 'many keys: 264 ms in class-transformer and class-validator on the consume path',
