@@ -11,7 +11,8 @@ export type AdminInput = Record<string, unknown>;
 /** A request's `limit`: the batch size when none is given; refused above it. */
 export function limitOf(value: unknown, options: ResolvedDeadLetterAdminOptions): number {
   if (value === undefined || value === null || value === '') return options.maxBatchSize;
-  const limit = typeof value === 'number' ? value : Number(value);
+  // Only a number or text: Number() of an object whose `toString` is not a function throws a TypeError (a 500).
+  const limit = typeof value === 'number' ? value : typeof value === 'string' ? Number(value) : Number.NaN;
   if (!Number.isInteger(limit) || limit < 1 || limit > options.maxBatchSize) {
     throw new InvalidDeadLetterQueryError(
       `'limit' must be an integer from 1 to ${options.maxBatchSize} (this API's batch size); repeat the request for more`,

@@ -60,7 +60,9 @@ export class ClaimCheckReader {
         `reference '${quote(reference)}' does not point into this app's ${store.kind} claim-check store`,
       );
     }
-    const bytes = Number(text(headers[HEADERS.claimCheckBytes]) ?? headers[HEADERS.claimCheckBytes]);
+    // Only a number or text: Number() of a table whose `valueOf` and `toString` are strings throws a TypeError.
+    const rawBytes = headers[HEADERS.claimCheckBytes];
+    const bytes = typeof rawBytes === 'number' ? rawBytes : Number(text(rawBytes));
     const sha256 = text(headers[HEADERS.claimCheckSha256]);
     if (!Number.isSafeInteger(bytes) || bytes < 0 || sha256 === undefined || !SHA256_HEX.test(sha256)) {
       throw new InvalidMessageError(

@@ -95,8 +95,9 @@ function readOccurredAt(header: unknown, timestamp: unknown): Date {
     }
     return date;
   }
-  if (typeof timestamp === 'number' && Number.isFinite(timestamp)) return new Date(timestamp * 1000);
-  return new Date();
+  // A timestamp past a Date's range (±8.64e12 s) would make an Invalid Date, whose toISOString() throws in a handler.
+  const date = typeof timestamp === 'number' ? new Date(timestamp * 1000) : undefined;
+  return date && !Number.isNaN(date.getTime()) ? date : new Date();
 }
 
 function optionalText(value: unknown, name: string): string | undefined {
