@@ -6,7 +6,7 @@ import { parseJsonBody } from '../../libs/reliable-messaging/src/envelope/safe-j
 import { decodeStrictUtf8 } from '../../libs/reliable-messaging/src/envelope/strict-utf8';
 import { parseUntrustedJson } from '../../libs/reliable-messaging/src/envelope/untrusted-json';
 import { HOSTILE_BODIES } from './corpus/hostile-inputs';
-import { expectWellFormed, fuzz, FUZZ_TIMEOUT_MS, itOnceFixed, refusedBy } from './support/fuzz-harness';
+import { expectWellFormed, fuzz, FUZZ_TIMEOUT_MS, refusedBy } from './support/fuzz-harness';
 import { hostileBody, nestedJson } from './support/hostile-arbitraries';
 
 /** The strict UTF-8 decoder and the two JSON parsers every body from outside goes through first. */
@@ -108,10 +108,10 @@ describe('fuzz: JSON bodies', () => {
   /*
    * The JSON limits on every path (issue: deep JSON on the consume path): these state what must hold once
    * parseJsonBody applies the same limits as parseUntrustedJson and both refuse numbers a double cannot hold.
-   * Each fails today, on the input its name gives; `itOnceFixed` keeps the run green until the limits land.
+   * Each held only once the JSON limits landed (finding 6); the inputs its name gives were accepted before.
    */
-  itOnceFixed(
-    'FINDING json-limits: parseJsonBody refuses a body nested 20,000 deep (accepted today)',
+  it(
+    'parseJsonBody refuses a body nested 20,000 deep',
     async () => {
       await fuzz(
         {
@@ -130,8 +130,8 @@ describe('fuzz: JSON bodies', () => {
     FUZZ_TIMEOUT_MS,
   );
 
-  itOnceFixed(
-    'FINDING json-limits: parseJsonBody refuses a number a double cannot hold (1e400, 2^53 + 1; accepted today)',
+  it(
+    'parseJsonBody refuses a number a double cannot hold (1e400, 2^53 + 1)',
     async () => {
       await fuzz(
         {
@@ -144,8 +144,8 @@ describe('fuzz: JSON bodies', () => {
     FUZZ_TIMEOUT_MS,
   );
 
-  itOnceFixed(
-    'FINDING json-limits: parseJsonBody refuses a duplicate key (the last one wins today)',
+  it(
+    'parseJsonBody refuses a duplicate key (the last one used to win)',
     async () => {
       await fuzz(
         {
@@ -160,8 +160,8 @@ describe('fuzz: JSON bodies', () => {
     FUZZ_TIMEOUT_MS,
   );
 
-  itOnceFixed(
-    'FINDING json-limits: parseUntrustedJson refuses a number a double cannot hold (1e400, 2^53 + 1; accepted today)',
+  it(
+    'parseUntrustedJson refuses a number a double cannot hold (1e400, 2^53 + 1)',
     async () => {
       await fuzz(
         {

@@ -1,5 +1,4 @@
 import { performance } from 'node:perf_hooks';
-import { it } from '@jest/globals';
 import fc from 'fast-check';
 
 /**
@@ -18,14 +17,6 @@ const FUZZ_SEED = integer(process.env.FUZZ_SEED);
  * timed twice more before it fails, so a garbage-collector pause alone does not count either.
  */
 export const SLOW_CASE_MS = 50;
-
-/**
- * A property that states what must hold once a finding another change owns is fixed: `it.failing` until then,
- * so the run stays green while the finding stands and turns red when it is fixed (make it a plain `it` then).
- * `FUZZ_FINDINGS=strict` runs them as plain `it`, to see their counterexamples.
- */
-export const itOnceFixed: (name: string, fn: () => Promise<void>, timeout?: number) => void =
-  process.env.FUZZ_FINDINGS === 'strict' ? it : it.failing;
 
 /** What one parser makes of one input: a result it accepted, or a refusal it documents. */
 export type Outcome = { kind: 'accepted'; value: unknown } | { kind: 'refused'; reason: string };

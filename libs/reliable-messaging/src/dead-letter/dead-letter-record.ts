@@ -144,7 +144,9 @@ export function headerDate(value: unknown): Date | undefined {
   let parsed: Date | undefined;
   if (typeof value === 'string' || Buffer.isBuffer(value)) parsed = new Date(text(value) as string);
   else if (typeof value === 'object' && value !== null && (value as { '!'?: unknown })['!'] === 'timestamp') {
-    parsed = new Date(Number((value as { value: unknown }).value) * 1000);
+    // A publisher may put any table here: only a number (or a bigint amqplib read) is a time.
+    const seconds = (value as { value: unknown }).value;
+    if (typeof seconds === 'number' || typeof seconds === 'bigint') parsed = new Date(Number(seconds) * 1000);
   } else if (value instanceof Date) parsed = value;
   return parsed && !Number.isNaN(parsed.getTime()) ? parsed : undefined;
 }

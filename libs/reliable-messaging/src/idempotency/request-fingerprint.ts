@@ -35,23 +35,83 @@ export function canonicalJson(value: unknown): string {
   return write(value) ?? '';
 }
 
-/** The canonical JSON of `value`, or undefined where JSON.stringify leaves a value out (functions, symbols). */
-function write(value: unknown): string | undefined {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') {
-    return write((value as { toJSON(): unknown }).toJSON());
+/** One object or array being written: what is left of it, and whether a member has been written yet. */
+interface Frame {
+  close: string;
+  isArray: boolean;
+  /** Keys (an object's) or indexes (an array's) still to write, with their values, last first. */
+  pending: Array<[key: string | undefined, value: unknown]>;
+  written: boolean;
+}
+
+/**
+ * The canonical JSON of `value`, or undefined where JSON.stringify leaves a value out (functions, symbols).
+ * Written in one pass with a stack of its own rather than by recursion: a body nested tens of thousands deep
+ * (Express' parser sets no depth limit) must get a fingerprint in linear time, not overflow the stack as a 500.
+ */
+function write(root: unknown): string | undefined {
+  const scalar = leaf(root);
+  if (scalar !== CONTAINER) return scalar;
+  const out: string[] = [];
+  const stack: Frame[] = [open(resolved(root), out)];
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1];
+    const next = frame.pending.pop();
+    if (next === undefined) {
+      out.push(frame.close);
+      stack.pop();
+      continue;
+    }
+    const [key, value] = next;
+    const written = leaf(value);
+    // An object leaves out a member JSON cannot hold; an array writes it as null.
+    if (written === undefined && !frame.isArray) continue;
+    if (frame.written) out.push(',');
+    frame.written = true;
+    if (!frame.isArray) out.push(`${JSON.stringify(key)}:`);
+    if (written === CONTAINER) stack.push(open(resolved(value), out));
+    else out.push(written ?? 'null');
   }
-  if (Array.isArray(value)) return `[${value.map((item) => write(item) ?? 'null').join(',')}]`;
-  const members: string[] = [];
-  for (const key of Object.keys(value).sort()) {
-    const written = write((value as Record<string, unknown>)[key]);
-    if (written !== undefined) members.push(`${JSON.stringify(key)}:${written}`);
+  return out.join('');
+}
+
+const CONTAINER = Symbol('container');
+
+/** A value's JSON when it is not an object or array (after `toJSON`), else CONTAINER. */
+function leaf(value: unknown): string | undefined | typeof CONTAINER {
+  const plain = resolved(value);
+  if (plain === null || typeof plain !== 'object') return JSON.stringify(plain);
+  return CONTAINER;
+}
+
+/** `value` after its `toJSON`, as JSON.stringify sees it. */
+function resolved(value: unknown): unknown {
+  let current = value;
+  for (let turns = 0; turns < 8; turns += 1) {
+    if (current === null || typeof current !== 'object') return current;
+    if (typeof (current as { toJSON?: unknown }).toJSON !== 'function') return current;
+    current = (current as { toJSON(): unknown }).toJSON();
   }
-  const prototype: unknown = Object.getPrototypeOf(value);
+  return current;
+}
+
+/** Writes a container's opening and returns its frame. */
+function open(value: unknown, out: string[]): Frame {
+  if (Array.isArray(value)) {
+    out.push('[');
+    const pending = value.map((item): [undefined, unknown] => [undefined, item]).reverse();
+    return { close: ']', isArray: true, pending, written: false };
+  }
+  out.push('{');
+  const object = value as Record<string, unknown>;
+  const pending: Array<[string, unknown]> = Object.keys(object)
+    .sort()
+    .map((name): [string, unknown] => [name, object[name]]);
+  const prototype: unknown = Object.getPrototypeOf(object);
   if (prototype !== null && prototype !== Object.prototype && isParsedData(prototype as object)) {
-    members.push(`"__proto__":${write(prototype)}`);
+    pending.push(['__proto__', prototype]);
   }
-  return `{${members.join(',')}}`;
+  return { close: '}', isArray: false, pending: pending.reverse(), written: false };
 }
 
 /** Whether a prototype was made by a parser from data: a class's prototype owns its `constructor` function. */
