@@ -225,20 +225,21 @@ describe('the dlq command line: list, show, replay, edit, purge with confirmatio
     expect((await dlq(['frobnicate'])).code).toBe(2);
   });
 
-  it('records every replay, edit and purge with who, what and which messages in the audit file', async () => {
+  it('records every read, replay, edit and purge with who, what and which messages in the audit file', async () => {
     const lines = readFileSync(join(auditDir, 'audit.jsonl'), 'utf8')
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line) as AuditLine);
     const completed = lines.filter((record) => record.outcome === 'completed');
     expect(completed.map((record) => [record.action, record.actor, record.messageCount])).toEqual([
+      ['read', 'spec-user', 1],
       ['replay', 'spec-user', 1],
       ['edit-replay', 'spec-user', 1],
       ['purge', 'spec-user', 1],
       ['purge', 'spec-user', 1],
     ]);
     expect(lines.filter((record) => record.outcome === 'started')).toHaveLength(4);
-    expect(completed[1].details).toMatchObject({ note: 'INC-7', bodySha256Before: expect.any(String) });
+    expect(completed[2].details).toMatchObject({ note: 'INC-7', bodySha256Before: expect.any(String) });
 
     const audit = await dlq(['audit', '--json']);
     expect((JSON.parse(audit.stdout) as Array<{ action: string }>).map((record) => record.action)).toEqual([
@@ -246,6 +247,7 @@ describe('the dlq command line: list, show, replay, edit, purge with confirmatio
       'purge',
       'edit-replay',
       'replay',
+      'read',
     ]);
   });
 

@@ -8,7 +8,7 @@ import { describeDeadLetter } from '../dead-letter/dead-letter-view';
 import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
 import { adminActor } from './admin-actor';
 import { OperatorOnly } from './admin-role';
-import { auditBodyRead } from './body-read-audit';
+import { auditBodyRead } from '../audit/body-read-audit';
 import { answer, flagOf, limitOf, noteOf, type AdminInput } from './admin-request';
 import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from './dead-letter-admin.options';
 

@@ -5,7 +5,7 @@ import { OutboxOperations } from '../../outbox/outbox-operations.service';
 import { DeadLetterAudit } from '../../audit/dead-letter-audit.service';
 import { adminActor } from '../admin-actor';
 import { OperatorOnly } from '../admin-role';
-import { auditBodyRead } from '../body-read-audit';
+import { auditBodyRead } from '../../audit/body-read-audit';
 import { DEAD_LETTER_ADMIN_OPTIONS, type ResolvedDeadLetterAdminOptions } from '../dead-letter-admin.options';
 import { ConsoleContext } from './console-context';
 import { CONSOLE_FORM, field, redirectTo, sendHtml, type ConsoleRequest } from './console-http';

@@ -1,4 +1,4 @@
-import type { DeadLetterAudit } from '../audit/dead-letter-audit.service';
+import type { DeadLetterAudit } from './dead-letter-audit.service';
 
 /** A message body about to be shown: a dead letter's (with its queue) or a parked outbox row's. */
 export type BodyRead =
