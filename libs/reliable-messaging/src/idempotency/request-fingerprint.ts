@@ -35,12 +35,14 @@ export function canonicalJson(value: unknown): string {
   return write(value) ?? '';
 }
 
-/** One object or array being written: what is left of it, and whether a member has been written yet. */
+/** One object or array being written: its members (an object's sorted keys), how far it got, and whether it wrote one. */
 interface Frame {
-  close: string;
-  isArray: boolean;
-  /** Keys (an object's) or indexes (an array's) still to write, with their values, last first. */
-  pending: Array<[key: string | undefined, value: unknown]>;
+  value: unknown;
+  /** An object's keys in sorted order (a parsed prototype's `"__proto__"` last); undefined for an array. */
+  keys: string[] | undefined;
+  /** Whether the last key stands for the parsed prototype rather than an own member. */
+  prototypeLast: boolean;
+  next: number;
   written: boolean;
 }
 
@@ -56,23 +58,34 @@ function write(root: unknown): string | undefined {
   const stack: Frame[] = [open(resolved(root), out)];
   while (stack.length > 0) {
     const frame = stack[stack.length - 1];
-    const next = frame.pending.pop();
-    if (next === undefined) {
-      out.push(frame.close);
+    const { keys } = frame;
+    const length = keys ? keys.length : (frame.value as unknown[]).length;
+    if (frame.next >= length) {
+      out.push(keys ? '}' : ']');
       stack.pop();
       continue;
     }
-    const [key, value] = next;
+    const index = frame.next++;
+    const key = keys?.[index];
+    const value = memberOf(frame, key, index);
     const written = leaf(value);
     // An object leaves out a member JSON cannot hold; an array writes it as null.
-    if (written === undefined && !frame.isArray) continue;
+    if (written === undefined && keys) continue;
     if (frame.written) out.push(',');
     frame.written = true;
-    if (!frame.isArray) out.push(`${JSON.stringify(key)}:`);
+    if (key !== undefined) out.push(`${JSON.stringify(key)}:`);
     if (written === CONTAINER) stack.push(open(resolved(value), out));
     else out.push(written ?? 'null');
   }
   return out.join('');
+}
+
+/** A frame's member: an array's item, an object's property, or the parsed prototype written as `"__proto__"`. */
+function memberOf(frame: Frame, key: string | undefined, index: number): unknown {
+  if (key === undefined) return (frame.value as unknown[])[index];
+  if (frame.prototypeLast && index === (frame.keys as string[]).length - 1)
+    return Object.getPrototypeOf(frame.value);
+  return (frame.value as Record<string, unknown>)[key];
 }
 
 const CONTAINER = Symbol('container');
@@ -99,19 +112,15 @@ function resolved(value: unknown): unknown {
 function open(value: unknown, out: string[]): Frame {
   if (Array.isArray(value)) {
     out.push('[');
-    const pending = value.map((item): [undefined, unknown] => [undefined, item]).reverse();
-    return { close: ']', isArray: true, pending, written: false };
+    return { value, keys: undefined, prototypeLast: false, next: 0, written: false };
   }
   out.push('{');
-  const object = value as Record<string, unknown>;
-  const pending: Array<[string, unknown]> = Object.keys(object)
-    .sort()
-    .map((name): [string, unknown] => [name, object[name]]);
-  const prototype: unknown = Object.getPrototypeOf(object);
-  if (prototype !== null && prototype !== Object.prototype && isParsedData(prototype as object)) {
-    pending.push(['__proto__', prototype]);
-  }
-  return { close: '}', isArray: false, pending: pending.reverse(), written: false };
+  const keys = Object.keys(value as object).sort();
+  const prototype: unknown = Object.getPrototypeOf(value);
+  const prototypeLast =
+    prototype !== null && prototype !== Object.prototype && isParsedData(prototype as object);
+  if (prototypeLast) keys.push('__proto__');
+  return { value, keys, prototypeLast, next: 0, written: false };
 }
 
 /** Whether a prototype was made by a parser from data: a class's prototype owns its `constructor` function. */
