@@ -27,7 +27,7 @@ class TreeGrown {
   @IsOptional() @ValidateNested() @Type(() => Branch) root?: Branch;
 }
 
-const TOKEN = 'd'.repeat(31) + 'j';
+const TOKEN = '9c41e7a03b5d82f6c1a94e07d3b68f25a0e7c4d1';
 const QUEUE = uniqueQueue('deep-json');
 const DEPTH = 20_000;
 /** About 40 KB: `root` is an array nested 20 000 deep. */

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { DEMO_RUN_ID } from './demo-namespace';
 import type { ChannelModel } from 'amqplib';
 import { delayLevelNames, deliverExchangeName } from 'nestjs-reliable-messaging/operations';
 import { Client } from 'pg';
@@ -20,7 +20,7 @@ export class DemoEnvironment {
 
   /** Creates the database on the server `serverUrl` points at. */
   static async create(serverUrl: string): Promise<DemoEnvironment> {
-    const id = randomBytes(4).toString('hex');
+    const id = DEMO_RUN_ID;
     const namespace = `demo-${id}`;
     const databaseName = `order_demo_${id}`;
     try {

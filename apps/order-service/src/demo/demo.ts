@@ -1,3 +1,5 @@
+// First: the namespace must be in the environment before the app's modules load (demo-namespace.ts).
+import './demo-namespace';
 import { join } from 'node:path';
 import * as amqp from 'amqplib';
 import { Command, InvalidArgumentError } from 'commander';
