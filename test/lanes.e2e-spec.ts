@@ -290,6 +290,8 @@ describe('lanes: one consumer, a queue per lane', () => {
     ).toEqual([{ consumer: RECEIPTS }]);
   });
 
+  // The 30 steps have no ordering key; written in one transaction, they leave the outbox in the order written
+  // (docs/ordering.md), and the lane's single-active-consumer queue hands them over in that order.
   it('keeps order within a lane when the consumer is ordered', async () => {
     const steps = app.get(StepHandler);
     const ids = Array.from({ length: 30 }, (_, i) => `step-${String(i).padStart(2, '0')}`);

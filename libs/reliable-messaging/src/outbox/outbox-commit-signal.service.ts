@@ -14,6 +14,18 @@ import { OUTBOX_CHANNEL } from './outbox-store.service';
 const NOTIFY_INTERVAL_MS = 10;
 
 /**
+ * What one open transaction wrote to the outbox so far, as far as keeping its rows without an ordering key in
+ * order needs it (see OutboxWriter): the key they share once there are two of them, or the one row that has none
+ * yet.
+ */
+export interface TransactionWrites {
+  /** The key the transaction's rows without one of their own share; unset while it wrote at most one such row. */
+  group?: string;
+  /** The ids of its rows written without any key (one at most: a second gets both the group key). */
+  ungrouped: string[];
+}
+
+/**
  * Wakes the relay right after a transaction that wrote outbox rows commits, through TypeORM's
  * `afterTransactionCommit` event on the module's DataSource, from `start()` to `stop()` (MessagingLifecycle calls
  * both). When this process relays, the relay is woken in process. When it doesn't (`outbox.relay: false`, the relay
@@ -30,7 +42,8 @@ const NOTIFY_INTERVAL_MS = 10;
 @Injectable()
 export class OutboxCommitSignal {
   private readonly logger = new Logger('ReliableMessaging');
-  private readonly writers = new WeakSet<QueryRunner>();
+  /** The open transactions that wrote outbox rows, by their query runner; forgotten at commit or rollback. */
+  private readonly writers = new WeakMap<QueryRunner, TransactionWrites>();
   private readonly subscriber: EntitySubscriberInterface = {
     afterTransactionCommit: (event) => this.ended(event.queryRunner, true),
     afterTransactionRollback: (event) => this.ended(event.queryRunner, false),
@@ -59,9 +72,17 @@ export class OutboxCommitSignal {
     await this.notifying;
   }
 
-  /** Records that `manager`'s transaction wrote outbox rows, so its commit wakes the relay. */
-  wrote(manager: EntityManager): void {
-    if (manager.queryRunner) this.writers.add(manager.queryRunner);
+  /**
+   * What `manager`'s transaction wrote to the outbox so far, recorded by `wrote()`; undefined before its first
+   * write (or for a manager without a query runner of its own).
+   */
+  writesOf(manager: EntityManager): TransactionWrites | undefined {
+    return manager.queryRunner ? this.writers.get(manager.queryRunner) : undefined;
+  }
+
+  /** Records that `manager`'s transaction wrote outbox rows, and how far: its commit wakes the relay. */
+  wrote(manager: EntityManager, writes: TransactionWrites): void {
+    if (manager.queryRunner) this.writers.set(manager.queryRunner, writes);
   }
 
   private ended(runner: QueryRunner, committed: boolean): void {

@@ -11,7 +11,7 @@ import { fullJitterDelay, sleep } from '../util/backoff';
 import { errorMessage } from '../util/error-text';
 import type { OutboundMessage } from '../envelope/envelope';
 import { OutboxListener } from './outbox-listener';
-import { OutboxStore, type ClaimedRow, type RelayOutcome } from './outbox-store.service';
+import { OutboxStore, parkedRowHolds, type ClaimedRow, type RelayOutcome } from './outbox-store.service';
 
 /** Backoff after the relay itself failed (the database unreachable, say): first ceiling and cap. */
 const FAILURE_BASE_MS = 200;
@@ -229,6 +229,10 @@ export class OutboxRelay {
     const window = chain.some((row) => row.attempts > 0 || this.isRefusing(row))
       ? 1
       : this.options.outbox.inFlightPerKey;
+    // A parked row stops a user's key; a transaction's keyless rows go on past it (see TRANSACTION_GROUP_PREFIX).
+    const holds = parkedRowHolds(chain[0].orderingKey);
+    const stops = (result: PublishResult): boolean =>
+      result.outcome !== 'published' && (holds || result.outcome !== 'parked');
     const sent: Array<Promise<PublishResult>> = [];
     let settled = 0;
     let stopped = false;
@@ -248,13 +252,13 @@ export class OutboxRelay {
       });
       const outcome = this.publishOne(row, missing, order);
       void outcome.then((result) => {
-        if (result.outcome !== 'published') stopped = true;
+        if (stops(result)) stopped = true;
       });
       sent.push(outcome);
       await Promise.race([written, outcome]);
     }
     const results = await Promise.all(sent);
-    const stop = results.findIndex((result) => result.outcome !== 'published');
+    const stop = results.findIndex(stops);
     if (stop < 0) return results;
     const overtaking = results.slice(stop + 1).filter((result) => result.outcome === 'published');
     if (overtaking.length > 0) {

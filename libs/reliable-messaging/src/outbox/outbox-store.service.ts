@@ -81,21 +81,43 @@ export interface StoredParkedRow {
   holding_back: number;
 }
 
+/** What an insert returns: each row's id, and whether it has no ordering key. */
+const RETURNING_KEYLESS = 'RETURNING "id", "ordering_key" IS NULL AS "keyless"';
+
 const INSERT_COLUMNS =
   'INSERT INTO "rm_outbox" ("message_id", "exchange", "routing_key", "properties", "body", "ordering_key")';
 
-/** A message's values for INSERT_COLUMNS. */
-function rowValues(message: OutboundMessage): unknown[] {
+/**
+ * A message's values for INSERT_COLUMNS. A message without an ordering key of its own takes `group`, the key its
+ * transaction's other such rows share, or none: a transaction's only keyless row stays keyless, off the key index
+ * and free of the relay's key locks.
+ */
+function rowValues(message: OutboundMessage, group: string | undefined): unknown[] {
   return [
     message.properties.messageId,
     message.exchange,
     message.routingKey,
     JSON.stringify(message.properties),
     message.body,
-    // A message without a key of its own is ordered with nothing else: its row stays keyless, off the key index
-    // and free of the relay's key locks.
-    message.orderingKey ?? null,
+    message.orderingKey ?? group ?? null,
   ];
+}
+
+/**
+ * The prefix of the key that the rows of one transaction written without an ordering key share. Such a key holds
+ * its later rows behind one that waits out a retry, but not behind a parked one: a message that can never be
+ * published leaves its transaction's sequence, as a dead letter leaves a key's on the consumer's side, where a
+ * user's key stays held until an operator retries or discards it.
+ */
+export const TRANSACTION_GROUP_PREFIX = 'rm-transaction:';
+
+/** SQL: whether the row aliased `alias` has a key a parked row holds (a user's key, not a transaction's). */
+const holdsWhenParked = (alias: string): string =>
+  `${alias}"ordering_key" NOT LIKE '${TRANSACTION_GROUP_PREFIX}%'`;
+
+/** Whether a parked row of this key holds back its later rows (see TRANSACTION_GROUP_PREFIX). */
+export function parkedRowHolds(orderingKey: string | null): boolean {
+  return orderingKey !== null && !orderingKey.startsWith(TRANSACTION_GROUP_PREFIX);
 }
 
 interface StoredRow {
@@ -164,29 +186,54 @@ async function lastResultRows<T>(runner: QueryRunner, text: string): Promise<T[]
 export class OutboxStore {
   constructor(@Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions) {}
 
-  /** Writes messages in the caller's transaction, with one statement, in their order. */
-  async insert(manager: EntityManager, messages: readonly OutboundMessage[]): Promise<void> {
+  /**
+   * Writes messages in the caller's transaction, with one statement, in their order; those without an ordering key
+   * take `group` as theirs (see rowValues). Resolves with the ids of the rows written without any key.
+   */
+  async insert(
+    manager: EntityManager,
+    messages: readonly OutboundMessage[],
+    group?: string,
+  ): Promise<string[]> {
+    let rows: unknown[];
     if (messages.length === 1) {
-      await preparedQuery(
+      rows = await preparedQuery(
         manager,
-        'rm_outbox_insert',
-        `${INSERT_COLUMNS} VALUES ($1, $2, $3, $4, $5, $6)`,
-        rowValues(messages[0]),
+        'rm_outbox_insert_returning',
+        `${INSERT_COLUMNS} VALUES ($1, $2, $3, $4, $5, $6) ${RETURNING_KEYLESS}`,
+        rowValues(messages[0], group),
       );
-      return;
+    } else {
+      // One array per column, unnested into rows. The ORDER BY on the arrays' positions makes the ids follow the
+      // messages' order, which the relay keeps per ordering key.
+      const columns: unknown[][] = [[], [], [], [], [], []];
+      for (const message of messages)
+        rowValues(message, group).forEach((value, column) => columns[column].push(value));
+      rows = await preparedQuery(
+        manager,
+        'rm_outbox_insert_many_returning',
+        `${INSERT_COLUMNS} SELECT m, e, r, p, b, k ` +
+          `FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::bytea[], $6::text[]) ` +
+          `WITH ORDINALITY AS batch (m, e, r, p, b, k, position) ORDER BY position ${RETURNING_KEYLESS}`,
+        columns,
+      );
     }
-    // One array per column, unnested into rows. The ORDER BY on the arrays' positions makes the ids follow the
-    // messages' order, which the relay keeps per ordering key.
-    const columns: unknown[][] = [[], [], [], [], [], []];
-    for (const message of messages)
-      rowValues(message).forEach((value, column) => columns[column].push(value));
+    return (rows as Array<{ id: string; keyless: boolean }>)
+      .filter((row) => row.keyless)
+      .map((row) => String(row.id));
+  }
+
+  /**
+   * Gives rows the caller's transaction wrote without any key the key `group`, which its later such rows take too,
+   * so that the relay sends them all in their order.
+   */
+  async group(manager: EntityManager, ids: readonly string[], group: string): Promise<void> {
     await preparedQuery(
       manager,
-      'rm_outbox_insert_many',
-      `${INSERT_COLUMNS} SELECT m, e, r, p, b, k ` +
-        `FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::bytea[], $6::text[]) ` +
-        `WITH ORDINALITY AS batch (m, e, r, p, b, k, position) ORDER BY position`,
-      columns,
+      'rm_outbox_group',
+      `UPDATE "rm_outbox" SET "ordering_key" = $1 ` +
+        `WHERE "id" = ANY($2::bigint[]) AND "ordering_key" IS NULL AND "status" = 'pending'`,
+      [group, ids],
     );
   }
 
@@ -225,7 +272,7 @@ export class OutboxStore {
         `SELECT "ordering_key", "id" FROM "rm_outbox" WHERE "status" = 'pending' AND "attempts" > 0 ` +
         `AND "ordering_key" IS NOT NULL AND "available_at" > now() ` +
         `UNION ALL SELECT "ordering_key", "id" FROM "rm_outbox" WHERE "status" = 'parked' ` +
-        `AND "ordering_key" IS NOT NULL) holding GROUP BY "ordering_key") ` +
+        `AND ${holdsWhenParked('')}) holding GROUP BY "ordering_key") ` +
         `SELECT o."id", o."exchange", o."routing_key", o."properties", o."body", o."ordering_key", o."attempts", ` +
         // A parked row of the key before this one would have kept it out of the claim, so pending rows suffice.
         `(SELECT max(e."id") FROM "rm_outbox" e WHERE e."ordering_key" = o."ordering_key" ` +
@@ -269,7 +316,8 @@ export class OutboxStore {
       `SELECT k.key, LEAST(` +
         `(SELECT min(e."id") FROM "rm_outbox" e WHERE e."ordering_key" = k.key AND e."status" = 'pending' ` +
         `AND e."id" <> ALL($2::bigint[])), ` +
-        `(SELECT min(p."id") FROM "rm_outbox" p WHERE p."ordering_key" = k.key AND p."status" = 'parked')` +
+        `(SELECT min(p."id") FROM "rm_outbox" p WHERE p."ordering_key" = k.key AND p."status" = 'parked' ` +
+        `AND ${holdsWhenParked('p.')})` +
         `) AS first_outside FROM unnest($1::text[]) AS k(key)`,
       [keys, claimed.map((row) => row.id)],
     )) as Array<{ key: string; first_outside: string | null }>;
@@ -420,7 +468,7 @@ export class OutboxStore {
     return this.dataSource().query<StoredParkedRow[]>(
       `SELECT o."id"::text AS id, o."message_id", o."exchange", o."routing_key", o."properties", o."body", ` +
         `o."ordering_key", o."attempts", o."last_error", o."created_at", o."parked_at", ` +
-        `CASE WHEN o."ordering_key" IS NULL THEN 0 ELSE (SELECT count(*) FROM "rm_outbox" l ` +
+        `CASE WHEN o."ordering_key" IS NULL OR NOT ${holdsWhenParked('o.')} THEN 0 ELSE (SELECT count(*) FROM "rm_outbox" l ` +
         `WHERE l."ordering_key" = o."ordering_key" AND l."status" = 'pending' AND l."id" > o."id") + ` +
         `(SELECT count(*) FROM "rm_outbox" l WHERE l."ordering_key" = o."ordering_key" AND l."status" = 'parked' ` +
         `AND l."id" > o."id") END::int ` +

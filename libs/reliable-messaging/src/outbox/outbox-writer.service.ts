@@ -7,8 +7,9 @@ import { ConfigurationError } from '../errors/configuration.error';
 import { NoTransactionError } from '../errors/no-transaction.error';
 import { TransactionContext } from '../database/transaction-context.service';
 import { ClaimCheckWriter } from '../claim-check/claim-check-writer.service';
-import { OutboxCommitSignal } from './outbox-commit-signal.service';
-import { OutboxStore } from './outbox-store.service';
+import { randomUUID } from 'node:crypto';
+import { OutboxCommitSignal, type TransactionWrites } from './outbox-commit-signal.service';
+import { OutboxStore, TRANSACTION_GROUP_PREFIX } from './outbox-store.service';
 
 /**
  * Writes outgoing messages into the outbox, inside the caller's transaction: the EntityManager passed in,
@@ -32,9 +33,10 @@ export class OutboxWriter {
   }
 
   /**
-   * Writes `messages` in `manager`'s transaction, or in the current one, with one statement, in their order
-   * (so the relay sends them in that order where they share an ordering key). Claim-checked bodies are stored
-   * first; the PostgreSQL store writes them in the same transaction.
+   * Writes `messages` in `manager`'s transaction, or in the current one, with one statement, in their order: the
+   * relay sends them in that order where they share an ordering key, and sends a transaction's messages without
+   * one in the order written (see insertInOrder). Claim-checked bodies are stored first; the PostgreSQL store writes
+   * them in the same transaction.
    */
   async write(messages: readonly OutboundMessage[], manager?: EntityManager): Promise<void> {
     if (messages.length === 0) return;
@@ -58,12 +60,36 @@ export class OutboxWriter {
     }
     // The claim check's bodies first, in the same transaction: a rollback takes the bodies with the rows.
     await this.claimChecks.write(messages, target);
+    let writes: TransactionWrites;
     try {
-      await this.store.insert(target, messages);
+      writes = await this.insertInOrder(target, messages);
     } catch (error) {
       if (this.options.claimCheck.store?.kind !== 'postgres') await this.claimChecks.discard(messages);
       throw error;
     }
-    this.commits.wrote(target);
+    this.commits.wrote(target, writes);
+  }
+
+  /**
+   * Inserts the rows so that the relay sends the transaction's messages without an ordering key in the order they
+   * were written, as it sends a key's: from the second such message on, they share a key of their own (the first
+   * one gets it then, with one more statement when it came in an earlier call). A transaction that writes one such
+   * message, the common case, leaves it keyless and costs the relay no key lock.
+   */
+  private async insertInOrder(
+    target: EntityManager,
+    messages: readonly OutboundMessage[],
+  ): Promise<TransactionWrites> {
+    const before = this.commits.writesOf(target) ?? { ungrouped: [] };
+    const keyless = messages.filter((message) => message.orderingKey === undefined).length;
+    let group = before.group;
+    if (group === undefined && keyless > 0 && keyless + before.ungrouped.length > 1) {
+      group = `${TRANSACTION_GROUP_PREFIX}${randomUUID()}`;
+      if (before.ungrouped.length > 0) await this.store.group(target, before.ungrouped, group);
+    }
+    const ungrouped = await this.store.insert(target, messages, group);
+    return group === undefined
+      ? { ungrouped: [...before.ungrouped, ...ungrouped] }
+      : { group, ungrouped: [] };
   }
 }
