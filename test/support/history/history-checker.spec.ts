@@ -63,17 +63,20 @@ describe('history checker', () => {
       replayed: ['a:2'],
       expected: { key: 'a', seq: 2, before: [1, 3], position: 3 },
     },
-  ])('reports $kind with the key and the sequence numbers before it', ({ kind, rows, deadLettered, replayed, expected }) => {
-    const report = checkHistory(rows, {
-      keys: ['a'],
-      perKey: 4,
-      deadLettered: new Set(deadLettered),
-      replayed: new Set(replayed),
-    });
-    expect(report.violations.filter((violation) => violation.kind === kind)).toEqual([
-      expect.objectContaining(expected),
-    ]);
-  });
+  ])(
+    'reports $kind with the key and the sequence numbers before it',
+    ({ kind, rows, deadLettered, replayed, expected }) => {
+      const report = checkHistory(rows, {
+        keys: ['a'],
+        perKey: 4,
+        deadLettered: new Set(deadLettered),
+        replayed: new Set(replayed),
+      });
+      expect(report.violations.filter((violation) => violation.kind === kind)).toEqual([
+        expect.objectContaining(expected),
+      ]);
+    },
+  );
 
   it('counts only the first handling of a message for order, after a duplicate', () => {
     const report = checkHistory(history('a:1', 'a:2', 'a:3', 'a:2'), { keys: ['a'], perKey: 3 });
@@ -105,6 +108,8 @@ describe('history checker', () => {
 
   it('describes a violation on one line', () => {
     const [violation] = checkHistory(history('a:2', 'a:1@3/r2'), { keys: ['a'], perKey: 2 }).violations;
-    expect(describeViolation(violation)).toBe('out-of-order: key a: … 2 → 1 (attempt 3, replica r2, position 2)');
+    expect(describeViolation(violation)).toBe(
+      'out-of-order: key a: … 2 → 1 (attempt 3, replica r2, position 2)',
+    );
   });
 });

@@ -41,12 +41,7 @@ export interface HistoryExpectation {
 
 /** The ways a history breaks the promise. */
 export type ViolationKind =
-  | 'out-of-order'
-  | 'duplicate'
-  | 'missing'
-  | 'unexpected'
-  | 'dead-letter-handled'
-  | 'replay-not-after';
+  'out-of-order' | 'duplicate' | 'missing' | 'unexpected' | 'dead-letter-handled' | 'replay-not-after';
 
 /** One break of the promise, with the key's history around it. */
 export interface Violation {
