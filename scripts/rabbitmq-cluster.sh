@@ -108,7 +108,8 @@ up() {
   # A cookie of our own: nodes of this cluster and its CLI calls share it, the default node does not.
   head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' | tr 'a-f' 'A-F' >"$BASE/home/.erlang.cookie"
   chmod 400 "$BASE/home/.erlang.cookie"
-  echo '[].' >"$BASE/enabled_plugins"
+  # Key-ordered consumers need the consistent-hash exchange on every node.
+  echo '[rabbitmq_consistent_hash_exchange].' >"$BASE/enabled_plugins"
   cat >"$BASE/rabbitmq-env.conf" <<'EOF'
 export ERL_FLAGS="-kernel inet_dist_use_interface {127,0,0,1}"
 EOF

@@ -28,6 +28,7 @@ module.exports.ALONE = [
   'test/database-hang.e2e-spec.ts',
   // Load of their own.
   'test/ordering-by-key.e2e-spec.ts',
+  'test/ordering-history.e2e-spec.ts',
   'test/outbox-relay-concurrency.e2e-spec.ts',
   'test/bench-peers.e2e-spec.ts',
   'test/bench-orders.e2e-spec.ts',
