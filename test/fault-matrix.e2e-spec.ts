@@ -61,7 +61,13 @@ describe('the fault matrix, quick form (npm run faults -- --quick)', () => {
         accepted: true,
         error: undefined,
       });
-      expect(row).toMatchObject({ lost: 0, paidTwice: 0, receiptsTwice: 0, wrongDeadLetters: [] });
+      expect(row).toMatchObject({
+        lost: 0,
+        paidTwice: 0,
+        receiptsTwice: 0,
+        orderViolations: 0,
+        wrongDeadLetters: [],
+      });
       expect(row.settled).toBe(row.accepted);
       expect(row.deadLettered).toBe(row.fault === 'poison' ? 1 : 0);
     }

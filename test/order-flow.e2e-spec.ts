@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import type { GetMessage } from 'amqplib';
+import { Client } from 'pg';
 import { ChildApp } from './support/child-app';
 import { OrderServiceApp } from './support/order-service-app';
 import { TestBroker } from './support/test-broker';
@@ -86,6 +87,30 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
     );
     expect(Date.parse(order.paidAt as string)).toBeLessThanOrEqual(Date.parse(order.shippedAt as string));
     for (const queue of queues(broker.prefix)) expect(await broker.queueDepth(`${queue}.dlq`)).toBe(0);
+
+    // Both ordered consumers record the order's status changes, placed then paid, each once.
+    const sql = new Client({ connectionString: database.url });
+    await sql.connect();
+    try {
+      const history = async (): Promise<Array<{ recorder: string; statuses: string[] }>> =>
+        (
+          await sql.query<{ recorder: string; statuses: string[] }>(
+            `SELECT recorder, array_agg(status ORDER BY position) AS statuses FROM order_history
+              WHERE order_id = $1 GROUP BY recorder ORDER BY recorder`,
+            [id],
+          )
+        ).rows;
+      await waitFor('both ordered consumers recorded the paid order', async () => {
+        const rows = await history();
+        return rows.length === 2 && rows.every((row) => row.statuses.length === 2);
+      });
+      expect(await history()).toEqual([
+        { recorder: 'activity', statuses: ['placed', 'paid'] },
+        { recorder: 'history', statuses: ['placed', 'paid'] },
+      ]);
+    } finally {
+      await sql.end();
+    }
   });
 
   it('emits OrderPlaced and OrderPaid keyed by order, OrderPaid caused by OrderPlaced in the same correlation', async () => {
@@ -180,7 +205,8 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
     expect((await admin('queues')).status).toBe(401);
     const queues = await admin('queues', ADMIN_TOKEN);
     expect(queues.status).toBe(200);
-    expect(((await queues.json()) as { queues: unknown[] }).queues).toHaveLength(3);
+    // Payment, shipping and receipt, the history's four partitions and the activity feed.
+    expect(((await queues.json()) as { queues: unknown[] }).queues).toHaveLength(8);
     const parked = await admin('outbox/rows', ADMIN_TOKEN);
     expect(parked.status).toBe(200);
     expect(await parked.json()).toEqual({ rows: [], more: false });

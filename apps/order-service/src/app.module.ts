@@ -19,6 +19,7 @@ import { AppConfigModule } from './config/app-config.module';
 import { isToolMode, toolModeMessagingOptions } from './cli/tool-mode';
 import { orderDataSourceOptions } from './database/order-data-source';
 import { OrdersModule } from './orders/orders.module';
+import { OrderHistoryModule } from './history/order-history.module';
 import { PaymentModule } from './payment/payment.module';
 import { ReceiptModule } from './receipt/receipt.module';
 import { ShippingModule } from './shipping/shipping.module';
@@ -96,6 +97,7 @@ function adminApi(): DynamicModule[] {
     OrdersModule,
     PaymentModule,
     ShippingModule,
+    OrderHistoryModule,
     ReceiptModule,
     HealthModule,
     ObservabilityModule,

@@ -11,6 +11,8 @@ describe('messagingNames', () => {
         payment: 'payment.order-placed',
         shipping: 'shipping.order-paid',
         receipt: 'receipt.order-paid',
+        history: 'history.order-status-changed',
+        activity: 'activity.order-status-changed',
       },
     });
     expect(messagingNames('')).toEqual(messagingNames());

@@ -13,6 +13,10 @@ export interface MessagingNames {
     shipping: string;
     /** Receipt's queue of OrderPaid. */
     receipt: string;
+    /** The order history's queue of OrderStatusChanged, ordered by key: its partitions are `<queue>.p000`, ... */
+    history: string;
+    /** The activity feed's queue of OrderStatusChanged, ordered by queue (a single active consumer). */
+    activity: string;
   };
 }
 
@@ -38,6 +42,8 @@ export function messagingNames(namespace?: string): MessagingNames {
       payment: `${prefix}payment.order-placed`,
       shipping: `${prefix}shipping.order-paid`,
       receipt: `${prefix}receipt.order-paid`,
+      history: `${prefix}history.order-status-changed`,
+      activity: `${prefix}activity.order-status-changed`,
     },
   };
 }

@@ -6,16 +6,22 @@ import {
 import { ADMIN_ENTITIES, ADMIN_MIGRATIONS } from 'nestjs-reliable-messaging-admin/typeorm';
 import { OrderItem } from '../orders/order-item.entity';
 import { Order } from '../orders/order.entity';
+import { OrderHistoryEntry } from '../history/order-history-entry.entity';
 import { Payment } from '../payment/payment.entity';
 import { DatabaseLogger } from './database-logger';
 import { CreateOrders1764403200000 } from './migrations/1764403200000-create-orders.migration';
 import { CreatePayments1764576000000 } from './migrations/1764576000000-create-payments.migration';
+import { CreateOrderHistory1767312000000 } from './migrations/1767312000000-create-order-history.migration';
 
 /** The order service's entities. */
-export const ORDER_ENTITIES = [Order, OrderItem, Payment];
+export const ORDER_ENTITIES = [Order, OrderItem, Payment, OrderHistoryEntry];
 
 /** The order service's migrations, oldest first. */
-export const ORDER_MIGRATIONS = [CreateOrders1764403200000, CreatePayments1764576000000];
+export const ORDER_MIGRATIONS = [
+  CreateOrders1764403200000,
+  CreatePayments1764576000000,
+  CreateOrderHistory1767312000000,
+];
 
 /**
  * The app's PostgreSQL data source: migrations apply themselves at start, the schema is never synchronized.

@@ -3,6 +3,7 @@ import type { ChannelModel } from 'amqplib';
 import { delayLevelNames, deliverExchangeName } from 'nestjs-reliable-messaging/operations';
 import { Client } from 'pg';
 import { messagingNames, type MessagingNames } from '../config/messaging-names';
+import { HISTORY_PARTITIONS } from '../history/order-history.consumer';
 
 /**
  * What one demo run has to itself: a fresh database on the configured PostgreSQL server and a messaging
@@ -43,9 +44,21 @@ export class DemoEnvironment {
     );
   }
 
+  /** The queues the app's consumers read: the history's partitions in place of its queue. */
+  get consumedQueues(): string[] {
+    const { history, ...unpartitioned } = this.names.queues;
+    return [
+      ...Object.values(unpartitioned),
+      ...Array.from(
+        { length: HISTORY_PARTITIONS },
+        (_, index) => `${history}.p${String(index).padStart(3, '0')}`,
+      ),
+    ];
+  }
+
   /** The dead-letter queues of the app's consumers. */
   get deadLetterQueues(): string[] {
-    return Object.values(this.names.queues).map((queue) => `${queue}.dlq`);
+    return this.consumedQueues.map((queue) => `${queue}.dlq`);
   }
 
   /**
@@ -58,10 +71,17 @@ export class DemoEnvironment {
     const channel = await model.createChannel();
     channel.on('error', () => undefined);
     try {
-      for (const queue of [...Object.values(queues), ...this.deadLetterQueues, ...delayLevels]) {
+      for (const queue of [...this.consumedQueues, ...this.deadLetterQueues, ...delayLevels]) {
         await channel.deleteQueue(queue);
       }
-      for (const name of [exchange, deadLetterExchange, deliverExchangeName(exchange), ...delayLevels]) {
+      // The history's consistent-hash exchange bears its queue's name.
+      for (const name of [
+        queues.history,
+        exchange,
+        deadLetterExchange,
+        deliverExchangeName(exchange),
+        ...delayLevels,
+      ]) {
         await channel.deleteExchange(name);
       }
     } finally {

@@ -16,6 +16,11 @@ export interface FaultRow {
   receiptsTwice: number;
   /** Accepted orders not settled within the settle timeout. */
   lost: number;
+  /**
+   * Accepted orders whose status changes an ordered consumer (the history, by key; the activity feed, by queue)
+   * did not handle in their order, or handled twice.
+   */
+  orderViolations: number;
   /** Dead letters that arrived during the cycle. */
   deadLettered: number;
   /** Dead letters nobody planted, and planted ones that never came, each described. */
@@ -65,6 +70,7 @@ function unrunRow(fault: Fault, failure: unknown): FaultRow {
     paidTwice: 0,
     receiptsTwice: 0,
     lost: 0,
+    orderViolations: 0,
     deadLettered: 0,
     wrongDeadLetters: [],
     repeatedReceiptCalls: 0,
@@ -171,6 +177,8 @@ export async function runFaultCycle(
       .map((e) => `missing: ${e.description} in ${e.queue} as ${e.reason}`),
   ];
   const settled = accepted.length - (await settledCountable(context, accepted));
+  const violations = await orderViolations(context, accepted);
+  for (const violation of violations.slice(0, 5)) notes.push(`order violation: ${violation}`);
   // A crash is a failure even when nothing was lost: the supervisor's restart is what saved the messages.
   for (const exit of context.app.unexpectedExits.slice(unexpectedExitsBefore)) {
     problems.push(`the app crashed: ${exit.split('\n')[0]}`);
@@ -182,6 +190,7 @@ export async function runFaultCycle(
     paidTwice: await paidTwice(context, accepted),
     receiptsTwice: context.receipts.sentTwice(accepted),
     lost: accepted.length - settled,
+    orderViolations: violations.length,
     deadLettered: seen.length,
     wrongDeadLetters,
     recoveryMs,
@@ -192,13 +201,17 @@ export async function runFaultCycle(
   };
 }
 
-/** How many of `ids` are not yet paid, shipped and sent their receipt; Infinity while the database is away. */
+/**
+ * How many of `ids` are not yet paid, shipped, sent their receipt and recorded as placed and paid by both ordered
+ * consumers; Infinity while the database is away.
+ */
 async function unsettledOf(context: Pick<FaultContext, 'database'>, ids: readonly string[]): Promise<number> {
   if (ids.length === 0) return 0;
   try {
     const { rows } = await context.database.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM orders
-        WHERE id = ANY($1::uuid[]) AND status = 'shipped' AND receipt_id IS NOT NULL`,
+      `SELECT count(*)::int AS n FROM orders o
+        WHERE o.id = ANY($1::uuid[]) AND o.status = 'shipped' AND o.receipt_id IS NOT NULL
+          AND (SELECT count(DISTINCT (h.recorder, h.sequence)) FROM order_history h WHERE h.order_id = o.id) = 4`,
       [ids],
     );
     return ids.length - rows[0].n;
@@ -228,4 +241,25 @@ async function paidTwice(context: Pick<FaultContext, 'database'>, ids: readonly 
     [ids],
   );
   return rows[0].n;
+}
+
+/**
+ * The accepted orders an ordered consumer handled out of order, one line each: per consumer and order, the
+ * sequences of its status changes by the position they were recorded at must go up one by one, each once. A
+ * change handled before an earlier one, or twice, breaks that.
+ */
+export async function orderViolations(
+  context: Pick<FaultContext, 'database'>,
+  ids: readonly string[],
+): Promise<string[]> {
+  const { rows } = await context.database.query<{ recorder: string; order_id: string; sequences: number[] }>(
+    `SELECT recorder, order_id, array_agg(sequence ORDER BY position) AS sequences FROM order_history
+      WHERE order_id = ANY($1::uuid[]) GROUP BY recorder, order_id`,
+    [ids],
+  );
+  return rows
+    .filter((row) =>
+      row.sequences.some((sequence, index) => index > 0 && sequence <= row.sequences[index - 1]),
+    )
+    .map((row) => `${row.recorder} handled order ${row.order_id}'s changes as ${row.sequences.join(', ')}`);
 }

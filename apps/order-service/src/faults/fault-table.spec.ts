@@ -10,6 +10,7 @@ function row(overrides: Partial<FaultRow> = {}): FaultRow {
     paidTwice: 0,
     receiptsTwice: 0,
     lost: 0,
+    orderViolations: 0,
     deadLettered: 0,
     wrongDeadLetters: [],
     recoveryMs: 1234,
@@ -25,14 +26,16 @@ describe('the fault table', () => {
     const lines = formatFaultTable([row(), row({ fault: 'poison', deadLettered: 1, recoveryMs: undefined })]);
 
     expect(lines).toEqual([
-      'fault       accepted  settled  paid twice  receipts twice  lost  dead-lettered  recovered in',
-      'pg-restart       250      250           0               0     0              0         1.2 s',
-      'poison           250      250           0               0     0              1         never',
+      'fault       accepted  settled  paid twice  receipts twice  lost  order violations  dead-lettered  recovered in',
+      'pg-restart       250      250           0               0     0                 0              0         1.2 s',
+      'poison           250      250           0               0     0                 0              1         never',
     ]);
   });
 
   it('prints Markdown for the docs', () => {
-    expect(formatFaultTableMarkdown([row()])[2]).toBe('| pg-restart | 250 | 250 | 0 | 0 | 0 | 0 | 1.2 s |');
+    expect(formatFaultTableMarkdown([row()])[2]).toBe(
+      '| pg-restart | 250 | 250 | 0 | 0 | 0 | 0 | 0 | 1.2 s |',
+    );
   });
 
   it('passes a clean run, an expected dead letter included', () => {
@@ -43,6 +46,11 @@ describe('the fault table', () => {
     ['a loss', { settled: 249, lost: 1 }, 'pg-restart: 1 accepted order(s) never settled'],
     ['a double charge', { paidTwice: 2 }, 'pg-restart: 2 order(s) charged twice'],
     ['a second receipt', { receiptsTwice: 1 }, 'pg-restart: 1 order(s) sent two receipts'],
+    [
+      'an order handled out of order',
+      { orderViolations: 3 },
+      'pg-restart: 3 order(s) handled out of order by an ordered consumer',
+    ],
     [
       'a wrong dead letter',
       { deadLettered: 1, wrongDeadLetters: ['q.dlq redelivery-limit m-1: crashed'] },

@@ -7,6 +7,7 @@ const COLUMNS = [
   'paid twice',
   'receipts twice',
   'lost',
+  'order violations',
   'dead-lettered',
   'recovered in',
 ] as const;
@@ -20,6 +21,7 @@ function cells(row: FaultRow): string[] {
     String(row.paidTwice),
     String(row.receiptsTwice),
     String(row.lost),
+    String(row.orderViolations),
     row.wrongDeadLetters.length > 0 ? `${row.deadLettered} (wrong)` : String(row.deadLettered),
     row.recoveryMs === undefined ? 'never' : `${(row.recoveryMs / 1000).toFixed(1)} s`,
   ];
@@ -44,8 +46,8 @@ export function formatFaultTableMarkdown(rows: readonly FaultRow[]): string[] {
 }
 
 /**
- * What makes the run fail, one line per problem: a loss, a double charge or receipt, a wrong or missing dead
- * letter, or a fault that could not be injected. Empty when the run passed.
+ * What makes the run fail, one line per problem: a loss, a double charge or receipt, an order handled out of
+ * order, a wrong or missing dead letter, or a fault that could not be injected. Empty when the run passed.
  */
 export function faultTableProblems(rows: readonly FaultRow[]): string[] {
   const problems: string[] = [];
@@ -54,6 +56,11 @@ export function faultTableProblems(rows: readonly FaultRow[]): string[] {
     if (row.lost > 0) problems.push(`${row.fault}: ${row.lost} accepted order(s) never settled`);
     if (row.paidTwice > 0) problems.push(`${row.fault}: ${row.paidTwice} order(s) charged twice`);
     if (row.receiptsTwice > 0) problems.push(`${row.fault}: ${row.receiptsTwice} order(s) sent two receipts`);
+    if (row.orderViolations > 0) {
+      problems.push(
+        `${row.fault}: ${row.orderViolations} order(s) handled out of order by an ordered consumer`,
+      );
+    }
     for (const wrong of row.wrongDeadLetters) problems.push(`${row.fault}: wrong dead letter: ${wrong}`);
     for (const problem of row.problems) problems.push(`${row.fault}: ${problem}`);
   }

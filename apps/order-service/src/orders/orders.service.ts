@@ -4,6 +4,7 @@ import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adap
 import { MessagePublisher } from 'nestjs-reliable-messaging';
 import { isUUID } from 'class-validator';
 import { v7 as uuidv7 } from 'uuid';
+import { OrderStatusChanged } from '../messages/order-status-changed.message';
 import { OrderPlaced } from '../messages/order-placed.message';
 import type { PlaceOrderDto } from './dto/place-order.dto';
 import { toCents } from './money.util';
@@ -48,7 +49,7 @@ export class OrdersService {
       receiptSentAt: null,
     });
     await orders.save(order);
-    await this.publisher.publish(
+    await this.publisher.publishAll([
       OrderPlaced.of({
         orderId: order.id,
         customerId: order.customerId,
@@ -57,7 +58,8 @@ export class OrdersService {
         placedAt: order.createdAt.toISOString(),
         note: dto.note,
       }),
-    );
+      OrderStatusChanged.of(order.id, 'placed', order.createdAt),
+    ]);
     return order;
   }
 

@@ -3,6 +3,7 @@ import { Consume, Publish, type MessageContext } from 'nestjs-reliable-messaging
 import { v7 as uuidv7 } from 'uuid';
 import { QUEUES } from '../config/messaging-names';
 import { handlerTransaction } from '../database/handler-transaction';
+import { OrderStatusChanged } from '../messages/order-status-changed.message';
 import { OrderPaid } from '../messages/order-paid.message';
 import { OrderPlaced } from '../messages/order-placed.message';
 import { OrderNotFoundError } from '../orders/order-not-found.error';
@@ -19,7 +20,7 @@ import { Payment } from './payment.entity';
 export class PaymentConsumer {
   @Consume({ queue: QUEUES.payment, concurrency: 10 })
   @Publish()
-  async onOrderPlaced(event: OrderPlaced, ctx: MessageContext): Promise<OrderPaid> {
+  async onOrderPlaced(event: OrderPlaced, ctx: MessageContext): Promise<[OrderPaid, OrderStatusChanged]> {
     const transaction = handlerTransaction(ctx);
     const orders = transaction.getRepository(Order);
     const paymentId = uuidv7();
@@ -40,13 +41,16 @@ export class PaymentConsumer {
       amountCents: order.totalCents,
       messageId: ctx.envelope.messageId,
     });
-    // An order already paid (a redelivery that got past deduplication) emits its OrderPaid
-    // again from the stored payment: downstream consumers drop the duplicate by its idempotency key.
-    return OrderPaid.of({
-      orderId: order.id,
-      paymentId: order.paymentId,
-      amountCents: order.totalCents,
-      paidAt: order.paidAt.toISOString(),
-    });
+    // An order already paid (a redelivery that got past deduplication) emits its OrderPaid and status change
+    // again from the stored payment: downstream consumers drop the duplicates by their idempotency keys.
+    return [
+      OrderPaid.of({
+        orderId: order.id,
+        paymentId: order.paymentId,
+        amountCents: order.totalCents,
+        paidAt: order.paidAt.toISOString(),
+      }),
+      OrderStatusChanged.of(order.id, 'paid', order.paidAt),
+    ];
   }
 }
