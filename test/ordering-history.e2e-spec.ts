@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { RabbitCluster } from '../apps/order-service/src/faults/rabbit-cluster';
+import { rabbitmq } from '../apps/order-service/src/faults/system-services';
 import { closeConnectionsNamed } from './support/messaging-app';
 import { countByKind } from './support/history/history-checker';
 import {
@@ -11,11 +12,13 @@ import {
 import { DEFAULT_AMQP_URL } from './support/test-broker';
 
 /**
- * HISTORY_FULL=1 (`npm run history`) runs the full form: 100 keys × 100 messages per configuration on a private
- * 3-node cluster (scripts/rabbitmq-cluster.sh), one of whose nodes restarts mid-run. The quick form runs on the
- * shared broker, which it must not restart: 20 keys × 50 messages, every other fault.
+ * HISTORY_FULL=1 (`npm run history`) runs the full form: 100 keys × 100 messages per configuration, with a broker
+ * restart mid-run: of the machine's broker with HISTORY_BROKER=local (`npm run faults` runs it so, when nothing
+ * else uses the broker), else of one node of a private 3-node cluster (scripts/rabbitmq-cluster.sh). The quick form
+ * runs on the shared broker, which it must not restart: 20 keys × 50 messages, every other fault.
  */
 const FULL = process.env.HISTORY_FULL === '1';
+const LOCAL_BROKER = process.env.HISTORY_BROKER === 'local';
 const KEYS = FULL ? 100 : 20;
 const PER_KEY = FULL ? 100 : 50;
 const QUICK_FAULTS: HistoryFault[] = [
@@ -33,7 +36,16 @@ describe(`ordering history: ${KEYS} keys × ${PER_KEY} messages per configuratio
   let run: OrderingHistoryResult;
 
   beforeAll(async () => {
-    if (FULL) {
+    if (FULL && LOCAL_BROKER) {
+      broker = {
+        url: process.env.AMQP_URL ?? DEFAULT_AMQP_URL,
+        closeConnections: closeConnectionsNamed,
+        restart: async () => {
+          await rabbitmq.stopApp();
+          await rabbitmq.startApp();
+        },
+      };
+    } else if (FULL) {
       cluster = await RabbitCluster.start();
       const [first] = cluster.nodes;
       await cluster.ctl(first, 'eval', 'ok.');

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -28,6 +29,7 @@ interface FaultsOptions {
   outage?: number;
   json?: string;
   verbose: boolean;
+  history: boolean;
 }
 
 /**
@@ -79,6 +81,11 @@ function parseOptions(argv: string[]): FaultsOptions {
     .option('--outage <seconds>', 'hold every outage this long instead (to iterate quickly)', positiveInteger)
     .option('--json <file>', 'also write the rows as JSON to this file')
     .option('--verbose', "show the app's log", false)
+    .option(
+      '--no-history',
+      'skip the ordering history (test/ordering-history.e2e-spec.ts at full size, with a broker restart), which ' +
+        'runs after the full matrix',
+    )
     .parse(argv)
     .opts<FaultsOptions>();
 }
@@ -215,8 +222,41 @@ async function main(): Promise<number> {
       ? `\nOK: ${rows.length} fault(s), nothing lost, nothing charged or sent twice, no healthy message dead-lettered.`
       : `\nFAILED:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`,
   );
+  const historyPassed =
+    options.history && !options.quick && !options.soak && !options.only ? runOrderingHistory() : true;
   console.log(`Done in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
-  return problems.length === 0 ? 0 : 1;
+  return problems.length === 0 && historyPassed ? 0 : 1;
+}
+
+/**
+ * The ordering history at full size (10,000 keyed messages per ordering configuration, under retries, kills,
+ * connection closes, dead-letter and replay, a change of partition count and a restart of this machine's broker,
+ * which the matrix owns while it runs); its own spec, in a child process. True when it passed.
+ */
+function runOrderingHistory(): boolean {
+  console.log('\nOrdering history: every ordering configuration under faults, checked message by message');
+  const run = spawnSync(
+    process.execPath,
+    [
+      'node_modules/jest/bin/jest.js',
+      '--testPathIgnorePatterns',
+      '/node_modules/',
+      '--testRegex',
+      'test/ordering-history\\.e2e-spec\\.ts$',
+    ],
+    {
+      stdio: 'inherit',
+      env: {
+        ...process.env,
+        HISTORY_FULL: '1',
+        HISTORY_BROKER: 'local',
+        NODE_OPTIONS: '--experimental-vm-modules',
+      },
+    },
+  );
+  const passed = run.status === 0;
+  console.log(passed ? 'Ordering history: OK, no order violation' : 'Ordering history: FAILED (see above)');
+  return passed;
 }
 
 main().then(
