@@ -151,7 +151,14 @@ describe('replaying dead letters: by filter, by time window, edited, and safely 
     handler.carrierDown.add('w-early').add('w-late');
     await ship('w-early');
     await dlqDepth(1);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The boundary falls after the time w-early's dead letter records (`until` excludes that instant) and before
+    // w-late fails: the clock only has to pass that millisecond.
+    const [earlyDeadLetter] = (await operations.list({ queue: QUEUE })).deadLetters;
+    expect(earlyDeadLetter.deadLetteredAt).toBeInstanceOf(Date);
+    const earlyAt = (earlyDeadLetter.deadLetteredAt as Date).getTime();
+    await waitFor('the clock to pass the time w-early was dead-lettered', () => Date.now() > earlyAt, {
+      intervalMs: 1,
+    });
     const boundary = new Date();
     await ship('w-late');
     await dlqDepth(2);

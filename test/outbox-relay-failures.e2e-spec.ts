@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { IsString } from 'class-validator';
 import { MessageType, type MessagePublisher } from 'nestjs-reliable-messaging';
-import { OutboxMonitor, OutboxRelay } from 'nestjs-reliable-messaging/operations';
+import { OutboxMonitor, OutboxRelay, type OutboxBacklog } from 'nestjs-reliable-messaging/operations';
 import { OutboxPruner } from 'nestjs-reliable-messaging/operations';
 import { outboxRows, type MessagingDatabase, type OutboxRowView } from './support/messaging-database';
 import { MessagingTestApp } from './support/messaging-app';
@@ -208,12 +208,18 @@ describe('outbox relay: backlog, a relay in another process, pruning', () => {
     await db.dataSource.transaction(async (manager) => {
       for (const id of ['b1', 'b2', 'b3']) await writer.publisher.publish(placed(id), { manager });
     });
-    await new Promise((resolve) => setTimeout(resolve, 1100));
 
-    const backlog = await writer.get(OutboxMonitor).backlog();
+    // The oldest row's age grows while nothing relays: wait until the monitor reports it a second old.
+    let backlog: OutboxBacklog | undefined;
+    await waitFor(
+      () => `the oldest pending row to be reported a second old (last seen ${JSON.stringify(backlog)})`,
+      async () => {
+        backlog = await writer.get(OutboxMonitor).backlog();
+        return backlog.oldestAgeSeconds >= 1;
+      },
+    );
     expect(backlog).toEqual({ pending: 3, oldestAgeSeconds: expect.any(Number), parked: 0 });
-    expect(backlog.oldestAgeSeconds).toBeGreaterThanOrEqual(1);
-    expect(backlog.oldestAgeSeconds).toBeLessThan(30);
+    expect(backlog?.oldestAgeSeconds).toBeLessThan(30);
 
     relay = await MessagingTestApp.start(broker, {
       options: {

@@ -10,7 +10,7 @@ import {
   NonRetryableError,
 } from 'nestjs-reliable-messaging';
 import { DEAD_LETTER_HEADERS } from 'nestjs-reliable-messaging/operations';
-import { MessagingTestApp, queueCounts, uniqueQueue } from './support/messaging-app';
+import { MessagingTestApp, queueCounts, uniqueQueue, type QueueCounts } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';
 
@@ -229,9 +229,18 @@ describe('publish and consume against the real broker', () => {
     for (let n = 0; n < 10; n++) await app.publisher.publish(orderPlaced(`bounded-${n}`));
 
     await waitFor('three handlers to run', () => orders.running === 3);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The broker's own count is the barrier: while it holds seven ready and three unacknowledged, it has sent no
+    // fourth delivery, and with every handler held none can be acknowledged to make room for one.
+    let counts: QueueCounts | undefined;
+    await waitFor(
+      () => `the broker to count 7 ready and 3 unacknowledged (last seen ${JSON.stringify(counts)})`,
+      async () => {
+        counts = await queueCounts(ORDERS);
+        return counts.ready === 7 && counts.unacked === 3;
+      },
+    );
     expect(orders.running).toBe(3);
-    expect(await queueCounts(ORDERS)).toMatchObject({ ready: 7, unacked: 3 });
+    expect(handled(orders, 'bounded-')).toHaveLength(3);
 
     orders.gate.open();
     await waitFor('all ten to be handled', () => handled(orders, 'bounded-').length === 10);
@@ -248,7 +257,16 @@ describe('publish and consume against the real broker', () => {
     const deadLetters = await broker.waitForMessages(`${ORDERS}.dlq`, 10);
     expect(deadLetters).toHaveLength(10);
     await waitFor('every acknowledgement', async () => (await queueCounts(ORDERS)).unacked === 0);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // A marker after the forty, on the same channel: the broker applies the app's acks in order, so a second
+    // ack of any of them sent before the marker's would have closed the channel, and the marker would be
+    // handled again, redelivered, after the channel's error.
+    await app.publisher.publish(orderPlaced('barrier-mixed'));
+    await waitFor('the marker to be handled and acknowledged', async () => {
+      if (handled(orders, 'barrier-').length === 0) return false;
+      const { ready, unacked } = await queueCounts(ORDERS);
+      return ready === 0 && unacked === 0;
+    });
+    expect(handled(orders, 'barrier-').map(({ ctx }) => ctx.redelivered)).toEqual([false]);
 
     const mixed = handled(orders, 'mixed-');
     expect(mixed.every(({ ctx }) => !ctx.redelivered)).toBe(true);

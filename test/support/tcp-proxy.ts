@@ -13,7 +13,8 @@ const DEFAULT_PORTS: Record<string, number> = {
  * link to it without touching the server or other specs' clients. Point the app at {@link url}; {@link cut}
  * resets every open connection and refuses new ones (each is reset as it arrives, so clients fail at once with
  * ECONNRESET, as against a server that is down) until {@link restore}; {@link stall} instead leaves every
- * connection open and silent, as a network that drops packets does. {@link close} it in `afterAll`.
+ * connection open and silent, as a network that drops packets does; {@link dropReplies} lets the client's bytes
+ * through and drops the server's. {@link close} it in `afterAll`.
  *
  * @example
  * const proxy = await TcpProxy.start(broker.url);
@@ -26,6 +27,8 @@ export class TcpProxy {
   private refusing = false;
   private refused = 0;
   private stalling = false;
+  /** Connections whose server bytes are dropped: reset on restore, their protocol state lost. */
+  private readonly replyless = new Set<{ client: Socket; server: Socket }>();
   /** Connections that arrived while stalled: accepted, never answered. */
   private readonly held = new Set<Socket>();
 
@@ -96,10 +99,25 @@ export class TcpProxy {
   }
 
   /**
-   * Lets connections through again; clients reconnect on their own. After {@link stall}, the stalled
-   * connections are reset first, as a peer that lost their state would.
+   * Drops every byte the server sends on the open connections from now on, while the client's still reach it:
+   * the server acts on each request, and the client never hears back (a broker's publisher confirms lost on the
+   * way, say). Until {@link cut} or {@link restore}, which reset these connections.
+   */
+  dropReplies(): void {
+    for (const pair of this.pairs) {
+      pair.server.unpipe(pair.client);
+      pair.server.on('data', () => undefined);
+      pair.server.resume();
+      this.replyless.add(pair);
+    }
+  }
+
+  /**
+   * Lets connections through again; clients reconnect on their own. After {@link stall} or {@link dropReplies},
+   * those connections are reset first, as a peer that lost their state would.
    */
   restore(): void {
+    for (const pair of [...this.replyless]) this.drop(pair);
     if (this.stalling) {
       for (const pair of [...this.pairs]) this.drop(pair);
       for (const client of this.held) client.resetAndDestroy();
@@ -140,6 +158,7 @@ export class TcpProxy {
   }
 
   private drop(pair: { client: Socket; server: Socket }): void {
+    this.replyless.delete(pair);
     if (!this.pairs.delete(pair)) return;
     if (!pair.client.destroyed) pair.client.resetAndDestroy();
     pair.server.destroy();
