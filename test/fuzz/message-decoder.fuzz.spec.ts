@@ -6,6 +6,7 @@ import { IsInt, IsOptional, IsString, Min, ValidateNested } from 'class-validato
 import fc from 'fast-check';
 import type { ConsumerPlan } from '../../libs/reliable-messaging/src/consuming/consumer-plan';
 import { InvalidMessageError } from '../../libs/reliable-messaging/src/errors/invalid-message.error';
+import { DEFAULT_JSON_LIMITS } from '../../libs/reliable-messaging/src/options/json-limits.options';
 import { readAttempt, readEnvelope } from '../../libs/reliable-messaging/src/envelope/envelope-reader';
 import { decodeStage } from '../../libs/reliable-messaging/src/pipeline/decode.middleware';
 import { InboundDelivery } from '../../libs/reliable-messaging/src/pipeline/inbound-delivery';
@@ -53,6 +54,7 @@ const PLAN: Parameters<typeof decodeStage>[0] = {
   messageTypes: ['order.placed'],
   acceptedMajorVersions: [1],
   maxPayloadBytes: 1024 * 1024,
+  jsonLimits: DEFAULT_JSON_LIMITS,
   accept: ['envelope', 'nest-rmq'],
 };
 const STAGE = decodeStage(PLAN);
