@@ -51,23 +51,8 @@ describe(`ordering history: ${KEYS} keys × ${PER_KEY} messages per configuratio
       await cluster.ctl(first, 'eval', 'ok.');
       broker = {
         url: cluster.nodes.map((node) => node.url).join(','),
-        closeConnections: async (prefix) => {
-          const listed = await cluster!.ctl(
-            first,
-            'list_connections',
-            'pid',
-            'client_properties',
-            '--no-table-headers',
-          );
-          const pids = listed
-            .split('\n')
-            .filter((line) => line.includes(`{"connection_name","${prefix}`))
-            .map((line) => line.split('\t')[0]);
-          await Promise.all(
-            pids.map((pid) => cluster!.ctl(first, 'close_connection', pid, 'ordering history')),
-          );
-          return pids.length;
-        },
+        closeConnections: (prefix) =>
+          closeConnectionsNamed(prefix, (...args) => cluster!.ctl(first, ...args)),
         restart: async () => {
           await cluster!.ctl(first, 'stop_app');
           await cluster!.ctl(first, 'start_app');

@@ -193,27 +193,28 @@ export async function queueCounts(queue: string): Promise<QueueCounts> {
   return { ready, unacked, consumers };
 }
 
+/** Runs `rabbitmqctl` with `args` against a broker node and resolves with what it printed. */
+export type RabbitmqCtl = (...args: string[]) => Promise<string>;
+
+const localRabbitmqCtl: RabbitmqCtl = async (...args) => (await run('rabbitmqctl', ['-q', ...args])).stdout;
+
 /**
  * Makes the broker close every connection whose client-given name starts with `namePrefix` (given an app's
  * `connectionName`, both its consumer and its publisher connection; the way
  * `rabbitmqctl close_all_connections` closes them all: `connection.close` with CONNECTION_FORCED), leaving other
- * specs' connections alone. Resolves with how many it closed.
+ * specs' connections alone. `ctl` reaches the broker: the machine's own, unless another node is named. Resolves
+ * with how many it closed.
  */
-export async function closeConnectionsNamed(namePrefix: string): Promise<number> {
-  const { stdout } = await run('rabbitmqctl', [
-    '-q',
-    'list_connections',
-    'pid',
-    'client_properties',
-    '--no-table-headers',
-  ]);
-  const pids = stdout
+export async function closeConnectionsNamed(
+  namePrefix: string,
+  ctl: RabbitmqCtl = localRabbitmqCtl,
+): Promise<number> {
+  const listed = await ctl('list_connections', 'pid', 'client_properties', '--no-table-headers');
+  const pids = listed
     .split('\n')
     .filter((line) => line.includes(`{"connection_name","${namePrefix}`))
     .map((line) => line.split('\t')[0]);
   // Closed together, as a broker restart would close them, rather than one after the other over seconds.
-  await Promise.all(
-    pids.map((pid) => run('rabbitmqctl', ['-q', 'close_connection', pid, 'closed by an end-to-end spec'])),
-  );
+  await Promise.all(pids.map((pid) => ctl('close_connection', pid, 'closed by an end-to-end spec')));
   return pids.length;
 }
