@@ -26,6 +26,7 @@ import { RequestChannel } from './request-reply/request-channel.service';
 import { DelayTopology } from './retry/delay-topology.service';
 import { DeadLetterMonitor } from './dead-letter/dead-letter-monitor.service';
 import { MessagingLifecycle } from './lifecycle/messaging-lifecycle';
+import { ShutdownSignal } from './shutdown/shutdown-signal';
 import { OverdueHandlers } from './flow-control/overdue-handlers.service';
 import { MessagingMetrics } from './metrics/messaging-metrics.service';
 import { MetricsCollector } from './metrics/metrics-collector.service';
@@ -43,7 +44,6 @@ import { InboxPruner } from './inbox/inbox-pruner.service';
 import { InboxStats } from './inbox/inbox-stats.service';
 import { InboxStore } from './inbox/inbox-store.service';
 import { MemoryInbox } from './inbox/memory-inbox';
-import { OrderedRetry } from './ordering/ordered-retry.service';
 import { LaneDirectory } from './lanes/lane-directory.service';
 import { LaneTopology } from './lanes/lane-topology.service';
 import { OrderingTopology } from './ordering/ordering-topology.service';
@@ -109,7 +109,7 @@ import { PostgresClaimCheckStore } from './claim-check/postgres-claim-check.stor
     InboxStats,
     InboxPruner,
     MemoryInbox,
-    OrderedRetry,
+    ShutdownSignal,
     OrderingTopology,
     LaneTopology,
     LaneDirectory,

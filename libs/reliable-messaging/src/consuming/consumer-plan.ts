@@ -1,6 +1,7 @@
 import type { Type } from '@nestjs/common';
 import type { QueueType } from '../options/reliable-messaging.options';
 import type { ConsumerOrdering } from '../ordering/consumer-ordering';
+import type { IntakeStrategy } from '../intake/consumer-intake';
 import type { RetryPolicy } from '../retry/retry-policy';
 import type { RateLimit } from '../options/rate-limit.options';
 import type { DeadlineSettings } from '../options/deadline-limits';
@@ -91,9 +92,9 @@ export interface ConsumerPlan {
   readonly reply: boolean;
   /** How its messages are ordered; default `{ mode: 'none' }`. */
   readonly ordering: ConsumerOrdering;
-}
-
-/** Whether a consumer keeps an order (by queue or by key), and so must never let a message leave its place. */
-export function isOrdered(consumer: Pick<ConsumerPlan, 'ordering'>): boolean {
-  return consumer.ordering.mode !== 'none';
+  /**
+   * How it takes messages and gives them back, chosen by its ordering (ordering/ordering-plan.ts): ordered
+   * consumers never let a message leave its place. The one thing that asks whether a consumer is ordered.
+   */
+  readonly intake: IntakeStrategy;
 }

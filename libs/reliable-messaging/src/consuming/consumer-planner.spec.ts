@@ -15,6 +15,8 @@ import { PostgresClaimCheckStore } from '../claim-check/postgres-claim-check.sto
 import type { ConsumerPlan } from './consumer-plan';
 import { planConsumers } from './consumer-planner';
 import { DEFAULT_JSON_LIMITS } from '../options/json-limits.options';
+import { orderedIntake } from '../intake/ordered-intake';
+import { unorderedIntake } from '../intake/unordered-intake';
 
 @MessageType({ type: 'order.placed', version: '2.1' })
 class OrderPlaced {}
@@ -118,6 +120,7 @@ const DEFAULT_PLAN = {
   dedup: undefined,
   reply: false,
   ordering: { mode: 'none' },
+  intake: unorderedIntake,
 };
 
 describe('planConsumers', () => {
@@ -248,6 +251,7 @@ describe('planConsumers', () => {
       {},
       {
         ordering: { mode: 'queue' },
+        intake: orderedIntake,
         concurrency: 1,
         prefetch: 1,
         queueArguments: { ...DEFAULT_PLAN.queueArguments, 'x-single-active-consumer': true },

@@ -8,6 +8,7 @@ import { consumerLane, resolveLanesOption } from '../lanes/lane-plan';
 import { laneQueueName } from '../lanes/consumer-lane';
 import { planConsumerOrdering, type QueueArgumentsBuilder } from '../ordering/ordering-plan';
 import { resolveOrderingOption } from '../options/ordering.options';
+import { unorderedIntake } from '../intake/unordered-intake';
 import { assertInteger, assertName, assertQueueType } from '../options/option-assertions';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { assertKnownConsumeOptions } from '../options/consume.options';
@@ -144,6 +145,7 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
         dedup: dedup ? { scope: queue } : undefined,
         reply,
         ordering: { mode: 'none' },
+        intake: unorderedIntake,
       };
       return planConsumerOrdering(
         plan,

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { ChannelModel } from 'amqplib';
 import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { TopologyService } from '../amqp/topology.service';
-import { OrderedRetry } from '../ordering/ordered-retry.service';
+import { ShutdownSignal } from '../shutdown/shutdown-signal';
 import { ReliabilityPipeline } from '../pipeline/reliability-pipeline';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
@@ -22,7 +22,7 @@ export class ConsumerRegistry {
     private readonly topology: TopologyService,
     private readonly pipeline: ReliabilityPipeline,
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
-    private readonly ordered: OrderedRetry,
+    private readonly shutdown: ShutdownSignal,
   ) {}
 
   /** Registers the discovered consumers; their pipelines are built here, once. */
@@ -37,7 +37,7 @@ export class ConsumerRegistry {
           this.connection,
           this.topology,
           this.options.consumerTimeoutMs,
-          this.ordered.signal,
+          this.shutdown.signal,
         ),
     );
   }

@@ -8,11 +8,12 @@ import { fullJitterDelay, sleep } from '../util/backoff';
 import { errorMessage } from '../util/error-text';
 import { consumerTimeoutArguments } from '../flow-control/consumer-timeout';
 import { maxDeadlineMs } from '../options/deadline-limits';
-import { isOrdered, type ConsumerPlan } from './consumer-plan';
+import type { ConsumerPlan } from './consumer-plan';
 import { AckBatcher } from './ack-batcher';
 import { ConcurrencySlots } from './concurrency-slots';
 import { sharedAbortController } from '../util/shared-abort';
 import { enteredQueueAt, type QueueAgeSample } from '../metrics/queue-age';
+import type { RunningIntake } from '../intake/consumer-intake';
 
 const RESUBSCRIBE_BASE_MS = 200;
 const RESUBSCRIBE_CAP_MS = 10_000;
@@ -36,7 +37,9 @@ export interface DrainResult {
 
 /**
  * One consumer's life on its own channel: subscribe with its prefetch, run each delivery through the pipeline
- * with bounded concurrency, resubscribe when the server cancels it or its channel fails, and drain on stop.
+ * with bounded concurrency, resubscribe when the server cancels it or its channel fails, and drain on stop. How a
+ * delivery runs once it has its slot, and how the consumer stops fetching, is its plan's intake's
+ * (intake/consumer-intake.ts).
  */
 export class ConsumerRunner {
   private readonly logger = new Logger('ReliableMessaging');
@@ -62,13 +65,8 @@ export class ConsumerRunner {
   /** Aborted when the drain begins: deliveries held for an outage go back to their queue at once. */
   private readonly draining = sharedAbortController();
   private readonly holdLimitMs: number;
-  /** One message at a time in the queue's (or partition's) order: see `stop()` and `runOrdered()`. */
-  private readonly ordered: boolean;
-  /**
-   * The channel on which an ordered consumer's delivery went back to the broker (left unacknowledged): nothing it
-   * delivered afterwards starts, and its close returns them all in delivery order.
-   */
-  private givenBackOn?: Channel;
+  /** How this consumer runs a delivery and stops fetching: its plan's intake (intake/consumer-intake.ts). */
+  private readonly intake: RunningIntake<InboundDelivery>;
 
   constructor(
     readonly definition: ConsumerPlan,
@@ -78,13 +76,21 @@ export class ConsumerRunner {
     /** The broker's acknowledgement timeout for this consumer, sent where the broker supports it. */
     private readonly consumerTimeoutMs?: number,
     /**
-     * Aborts when the app starts shutting down, before `stop()`: an ordered consumer starts nothing more from
-     * then on, and leaves a message given back for the stop's channel close rather than resubscribing.
+     * Aborts when the app starts shutting down, before `stop()`: the intake takes the consumer as stopping from
+     * then on (an ordered one starts nothing more, and leaves a message given back for the stop's channel close
+     * rather than resubscribing).
      */
     private readonly appStopping: AbortSignal = new AbortController().signal,
   ) {
     this.slots = new ConcurrencySlots(definition.concurrency);
-    this.ordered = isOrdered(definition);
+    this.intake = definition.intake.attach({
+      name: definition.name,
+      currentChannel: () => this.channel,
+      isStopping: () => this.stopping || this.appStopping.aborted,
+      handle: (delivery) => this.handler(delivery),
+      cancel: () => this.cancel(),
+      flushAcks: () => this.acks?.flush(),
+    });
     this.holdLimitMs =
       consumerTimeoutMs === undefined ? Number.POSITIVE_INFINITY : maxDeadlineMs(consumerTimeoutMs);
   }
@@ -125,15 +131,9 @@ export class ConsumerRunner {
   }
 
   /**
-   * Stops fetching and waits for in-flight handlers up to the deadline, then closes the channel; the broker
-   * requeues whatever was not acknowledged by then.
-   *
-   * An ordered consumer keeps its subscription until the channel closes, and starts nothing more meanwhile. On a
-   * single-active-consumer queue the broker activates the next consumer as soon as the active one cancels,
-   * whatever it still holds unacknowledged: another replica would start on the next message of the queue while
-   * this one still runs the message before it, and a message handed back after the cancel would come after the
-   * ones that replica already took. Closing the channel instead returns everything unacknowledged in delivery
-   * order (seen on RabbitMQ 3.10) before the next consumer gets anything.
+   * Stops fetching as its intake does (an unordered consumer cancels its subscription, an ordered one keeps it
+   * and starts nothing more) and waits for in-flight handlers up to the deadline, then closes the channel; the
+   * broker requeues whatever was not acknowledged by then.
    */
   async stop(deadline: number): Promise<DrainResult> {
     this.stopping = true;
@@ -141,7 +141,7 @@ export class ConsumerRunner {
     const before = this.completed;
     // In turn with (re)subscriptions: one already under way finishes first and is cancelled here; any later one
     // sees `stopping` and subscribes nothing.
-    const channel = await this.serially(() => (this.ordered ? Promise.resolve(this.channel) : this.cancel()));
+    const channel = await this.serially(() => this.intake.stopFetching());
     const remaining = Math.max(0, deadline - Date.now());
     // The deadline timer is cancelled once the drain ends, so it cannot hold the process open after shutdown.
     const drained = new AbortController();
@@ -239,14 +239,7 @@ export class ConsumerRunner {
       this.deliveries.delete(delivery);
     };
     const task: Promise<void> = this.slots
-      .run(() =>
-        this.ordered
-          ? this.runOrdered(channel, delivery)
-          : // A delivery released while it waited for a slot (its channel closed) is the broker's again.
-            delivery.isSettled
-            ? Promise.resolve()
-            : this.handler(delivery),
-      )
+      .run(() => this.intake.run(channel, delivery))
       .then(finished, (error: unknown) => {
         try {
           this.logger.error(`${this.definition.name}: pipeline failed: ${errorMessage(error)}`);
@@ -257,33 +250,6 @@ export class ConsumerRunner {
       });
     this.inFlight.add(task);
     this.deliveries.add(delivery);
-  }
-
-  /**
-   * Runs an ordered consumer's delivery once it has the slot: not once the consumer stops, and not after one
-   * delivered before it on the same channel went back to the broker. Such a delivery is left unacknowledged
-   * (InboundDelivery.giveBack), never requeued: a requeue could let a message already on its way pass it. The
-   * channel's close returns them all in delivery order (seen on RabbitMQ 3.10), so this closes the channel at
-   * once, outside a stop, and the consumer resubscribes; a stop closes it anyway.
-   */
-  private async runOrdered(channel: Channel, delivery: InboundDelivery): Promise<void> {
-    if (delivery.isSettled) return;
-    if (this.stopping || this.appStopping.aborted || this.givenBackOn === channel) return delivery.release();
-    try {
-      await this.handler(delivery);
-    } catch (error) {
-      // Within the slot, so the next delivery cannot start before this one is given back.
-      this.logger.error(`${this.definition.name}: pipeline failed: ${errorMessage(error)}`);
-      delivery.giveBack();
-    }
-    if (!delivery.leftUnsettled) return;
-    this.givenBackOn = channel;
-    if (this.stopping || this.appStopping.aborted || this.channel !== channel) return;
-    this.logger.warn(
-      `${this.definition.name}: a message went back to the broker; closing the channel so that it and the ones fetched after it are delivered again in order`,
-    );
-    this.acks?.flush();
-    await channel.close().catch(() => undefined);
   }
 
   private onChannelClosed(channel: Channel): void {

@@ -4,6 +4,8 @@ import type { Channel, ChannelModel } from 'amqplib';
 import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { TopologyService } from '../amqp/topology.service';
 import type { ConsumerPlan } from './consumer-plan';
+import { orderedIntake } from '../intake/ordered-intake';
+import { unorderedIntake } from '../intake/unordered-intake';
 import { ConsumerRunner } from './consumer-runner';
 import type { MessageHandler } from '../pipeline/message-middleware';
 import { OrderingTopology } from '../ordering/ordering-topology.service';
@@ -108,6 +110,7 @@ describe('a consumer stopped while it (re)subscribes', () => {
       retry: new RetryPolicy(options.retry),
       reply: false,
       ordering: { mode: 'none' },
+      intake: unorderedIntake,
       ...own,
     };
     broker.track(definition.deadLetterQueue);
@@ -194,7 +197,7 @@ describe('a consumer stopped while it (re)subscribes', () => {
     const { queue, runner } = await runnerOn(
       'given-back',
       undefined,
-      { ordering: ordered, prefetch: 3 },
+      { ordering: ordered, intake: orderedIntake, prefetch: 3 },
       async (delivery) => {
         const body = delivery.raw.content.toString();
         started.push(body);

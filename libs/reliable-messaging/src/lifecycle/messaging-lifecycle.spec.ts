@@ -4,6 +4,7 @@ import type { ChannelModel } from 'amqplib';
 import type { ConnectionSetup } from '../amqp/amqp-connection.service';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { MessagingLifecycle } from './messaging-lifecycle';
+import { ShutdownSignal } from '../shutdown/shutdown-signal';
 
 const SHUTDOWN_TIMEOUT_MS = 5_000;
 
@@ -76,6 +77,8 @@ function lifecycleWith({
   const consumerConnection = new FakeConnection('consumer connection', calls);
   const publisherConnection = new FakeConnection('publisher connection', calls);
   const options = { shutdownTimeoutMs } as ResolvedMessagingOptions;
+  const shutdown = new ShutdownSignal();
+  shutdown.signal.addEventListener('abort', () => calls.push('shutdown begins'));
   const lifecycle = new MessagingLifecycle(
     options,
     consumerConnection as never,
@@ -96,7 +99,7 @@ function lifecycleWith({
     { start: step('start outbox pruner'), stop: step('stop outbox pruner') } as never,
     { enabled: dedups, start: step('start inbox pruner'), stop: step('stop inbox pruner') } as never,
     { enabled: false, start: () => undefined, stop: async () => undefined } as never,
-    { stopWaiting: step('stop ordered retry waits') } as never,
+    shutdown,
     { stop: step('stop database probe') } as never,
     { unregister: step('unregister metrics') } as never,
   );
@@ -182,7 +185,7 @@ describe('MessagingLifecycle', () => {
 
     expect(readyAtFirstHook).toBe(false);
     expect(calls).toEqual([
-      'stop ordered retry waits',
+      'shutdown begins',
       'drain consumers',
       'stop database probe',
       'stop relay',

@@ -20,13 +20,13 @@ import { poolCapacityWarning } from '../flow-control/pool-capacity';
 import { InboxPruner } from '../inbox/inbox-pruner.service';
 import { ClaimCheckPruner } from '../claim-check/claim-check-pruner.service';
 import { MessagingMetrics } from '../metrics/messaging-metrics.service';
-import { OrderedRetry } from '../ordering/ordered-retry.service';
 import { OutboxCommitSignal } from '../outbox/outbox-commit-signal.service';
 import { OutboxPruner } from '../outbox/outbox-pruner.service';
 import { OutboxRelay } from '../outbox/outbox-relay.service';
 import { DelayTopology } from '../retry/delay-topology.service';
 import { errorMessage } from '../util/error-text';
 import { withTimeout } from '../util/with-timeout';
+import { ShutdownSignal } from '../shutdown/shutdown-signal';
 
 /** Time a shutdown step may take past the deadline before shutdown moves on without it. */
 const PAST_DEADLINE_GRACE_MS = 1000;
@@ -55,13 +55,14 @@ const PAST_DEADLINE_GRACE_MS = 1000;
  *
  * Shutdown (SIGTERM), one sequence; from step 2 on, all within `shutdownTimeoutMs` (keep it below Kubernetes'
  * terminationGracePeriodSeconds):
- * 1. readiness goes down, and ordered consumers stop waiting between in-place retries (their delivery is left
- *    for the channel's close to return to the head of its queue). This runs from Nest's first shutdown hook,
- *    while other modules' hooks still run;
+ * 1. the shutdown signal aborts (shutdown/shutdown-signal.ts, begun here alone): readiness goes down, ordered
+ *    consumers start nothing more and stop waiting between in-place retries (their delivery is left for the
+ *    channel's close to return to the head of its queue). This runs from Nest's first shutdown hook, while other
+ *    modules' hooks still run;
  * 2. every unordered consumer cancels its subscription, so the broker sends nothing more, and deliveries held
  *    for a database outage go back to their queues as fresh copies at once; an ordered consumer keeps its
  *    subscription and starts nothing more, so that the next replica gets its queue only when its channel closes
- *    (ConsumerRunner.stop);
+ *    (each consumer's intake: intake/consumer-intake.ts);
  * 3. in-flight handlers finish and are acknowledged, up to the deadline; at the deadline the handlers still
  *    running have their `ctx.signal` aborted, and their deliveries go back to the broker as the consumer
  *    channels close (the log says how many);
@@ -79,7 +80,6 @@ export class MessagingLifecycle
   implements OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown
 {
   private readonly logger = new Logger('ReliableMessaging');
-  private shuttingDown = false;
   private stopped?: Promise<void>;
   /** Set once startup reaches the consumers: from then on every consumer connection subscribes them. */
   private consuming = false;
@@ -97,14 +97,14 @@ export class MessagingLifecycle
     private readonly outboxPruner: OutboxPruner,
     private readonly inboxPruner: InboxPruner,
     private readonly claimCheckPruner: ClaimCheckPruner,
-    private readonly orderedRetry: OrderedRetry,
+    private readonly shutdown: ShutdownSignal,
     private readonly database: DatabaseAvailability,
     private readonly metrics: MessagingMetrics,
   ) {}
 
   /** True from the moment shutdown begins; readiness reports unhealthy from then on. */
   get isShuttingDown(): boolean {
-    return this.shuttingDown;
+    return this.shutdown.hasBegun;
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -155,9 +155,7 @@ export class MessagingLifecycle
   }
 
   private beginShutdown(): void {
-    if (this.shuttingDown) return;
-    this.shuttingDown = true;
-    this.orderedRetry.stopWaiting();
+    this.shutdown.begin();
   }
 
   private async stop(signal?: string): Promise<void> {

@@ -14,6 +14,9 @@ import { MessagingMetrics } from './messaging-metrics.service';
 import type { ClaimCheckPruner } from '../claim-check/claim-check-pruner.service';
 import { ageLimitSeconds, MetricsCollector } from './metrics-collector.service';
 import type { QueueDepth, QueueDepthMonitor } from './queue-depth.monitor';
+import type { IntakeStrategy } from '../intake/consumer-intake';
+import { orderedIntake } from '../intake/ordered-intake';
+import { unorderedIntake } from '../intake/unordered-intake';
 
 const never = <T>() => new Promise<T>(() => undefined);
 
@@ -80,18 +83,18 @@ describe('MetricsCollector', () => {
 });
 
 describe('ageLimitSeconds', () => {
-  const consumer = (mode: 'none' | 'queue') =>
+  const consumer = (intake: IntakeStrategy) =>
     ({
       deadline: { deadlineMs: 2_000, limitMs: 1_500_000 },
       retry: { options: { maxDelayMs: 1_000, maxAttempts: 4 } },
-      ordering: { mode },
+      intake,
     }) as unknown as Parameters<typeof ageLimitSeconds>[0];
 
   it('allows one attempt past its deadline, then the longest backoff', () => {
-    expect(ageLimitSeconds(consumer('none'))).toBe(3);
+    expect(ageLimitSeconds(consumer(unorderedIntake))).toBe(3);
   });
 
   it('allows an ordered consumer, which retries in place holding the message, that for every attempt', () => {
-    expect(ageLimitSeconds(consumer('queue'))).toBe(12);
+    expect(ageLimitSeconds(consumer(orderedIntake))).toBe(12);
   });
 });

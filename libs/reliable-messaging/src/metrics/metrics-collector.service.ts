@@ -21,12 +21,12 @@ import { QueueDepthMonitor } from './queue-depth.monitor';
 
 /**
  * How old a message of `consumer`'s queue may get while all is well: one attempt past its deadline, then the
- * longest backoff. An ordered consumer retries in place, holding the message through every attempt and backoff,
- * so its limit is that times its attempts.
+ * longest backoff. A consumer that retries in place (an ordered one) holds the message through every attempt and
+ * backoff, so its limit is that times its attempts.
  */
-export function ageLimitSeconds(consumer: Pick<ConsumerPlan, 'deadline' | 'retry' | 'ordering'>): number {
+export function ageLimitSeconds(consumer: Pick<ConsumerPlan, 'deadline' | 'retry' | 'intake'>): number {
   const attempt = consumer.deadline.deadlineMs + consumer.retry.options.maxDelayMs;
-  const attempts = consumer.ordering.mode === 'none' ? 1 : consumer.retry.options.maxAttempts;
+  const attempts = consumer.intake.retriesInPlace ? consumer.retry.options.maxAttempts : 1;
   return (attempt * attempts) / 1000;
 }
 

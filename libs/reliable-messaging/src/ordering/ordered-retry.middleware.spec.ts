@@ -4,6 +4,7 @@ import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { NonRetryableError } from '../errors/non-retryable.error';
 import { RedeliveryLimitError } from '../errors/redelivery-limit.error';
 import { InboundDelivery } from '../pipeline/inbound-delivery';
+import { orderedIntake } from '../intake/ordered-intake';
 import { RetryPolicy } from '../retry/retry-policy';
 import { resolveRetryOptions } from '../options/retry.options';
 import {
@@ -12,7 +13,7 @@ import {
   type OrderedRetryDependencies,
 } from './ordered-retry.middleware';
 
-const consumer = { name: 'Ledger.onEntry', queue: 'ledger.entries' } as ConsumerPlan;
+const consumer = { name: 'Ledger.onEntry', queue: 'ledger.entries', intake: orderedIntake } as ConsumerPlan;
 
 /** Records how the delivery was settled; the broker's side of settling is not what these cases are about. */
 function delivery(fields: Partial<ConsumeMessage['fields']> = {}, headers: Record<string, unknown> = {}) {

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { ConsumeMessage } from 'amqplib';
 import { RedeliveryLimitError } from '../errors/redelivery-limit.error';
-import { isOrdered, type ConsumerPlan } from '../consuming/consumer-plan';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
 import type { MessageMiddleware } from '../pipeline/message-middleware';
 import type { StageDependencies } from '../pipeline/pipeline-stage';
@@ -30,9 +30,9 @@ export interface OrderedRetryDependencies {
   recordRetry: (delivery: InboundDelivery) => void;
 }
 
-/** The in-place retry stage of an ordered consumer; undefined for an unordered one, which retries through the delay levels. */
+/** The in-place retry stage of a consumer whose intake retries in place (an ordered one); undefined for one that retries through the delay levels. */
 export function orderedRetryStage(
-  plan: Pick<ConsumerPlan, 'queue' | 'ordering' | 'retry' | 'deadline'>,
+  plan: Pick<ConsumerPlan, 'queue' | 'intake' | 'retry' | 'deadline'>,
   {
     failures,
     overdue,
@@ -40,7 +40,7 @@ export function orderedRetryStage(
     shutdown,
   }: Pick<StageDependencies, 'failures' | 'overdue' | 'metrics' | 'shutdown'>,
 ): MessageMiddleware | undefined {
-  if (!isOrdered(plan)) return undefined;
+  if (!plan.intake.retriesInPlace) return undefined;
   return orderedRetryMiddleware({
     policy: plan.retry,
     holdLimitMs: plan.deadline.limitMs,
@@ -115,11 +115,12 @@ async function waitForOverdueHandlers(deps: OrderedRetryDependencies): Promise<v
 }
 
 /**
- * Leaves the delivery unacknowledged for the channel's close to return at shutdown. A requeue now would hand it
- * straight back to this consumer, which still holds the queue until its channel closes (ConsumerRunner.stop); the
- * runner starts nothing delivered after it, so the close returns all of them in their order.
+ * Gives the delivery back as the consumer's intake does: unacknowledged, for the channel's close to return at
+ * shutdown. A requeue now would hand it straight back to this consumer, which still holds the queue until its
+ * channel closes and starts nothing delivered after it, so the close returns all of them in their order
+ * (intake/ordered-intake.ts).
  */
 function handBack(delivery: InboundDelivery, logger: Logger, what: string): void {
   logger.warn(`${what}: the message goes back to the head of its queue`);
-  delivery.release();
+  delivery.giveBack();
 }

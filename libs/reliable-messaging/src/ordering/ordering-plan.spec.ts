@@ -8,6 +8,8 @@ import { DEFAULT_JSON_LIMITS } from '../options/json-limits.options';
 import { ORDERED_DEFAULT_PREFETCH, planConsumerOrdering, type QueueArgumentsBuilder } from './ordering-plan';
 import { MAX_PARTITIONS, resolveOrderingOption } from '../options/ordering.options';
 import { partitionQueueName } from './consumer-ordering';
+import { orderedIntake } from '../intake/ordered-intake';
+import { unorderedIntake } from '../intake/unordered-intake';
 
 /** Stands in for TopologyService.queueArguments: what matters is which queue and extras it is asked for. */
 const queueArguments: QueueArgumentsBuilder = (queue, queueType, extra) => ({
@@ -45,6 +47,7 @@ function unordered(options: ConsumeOptions): ConsumerPlan {
     retry: new RetryPolicy(resolveRetryOptions(undefined)),
     reply: false,
     ordering: { mode: 'none' },
+    intake: unorderedIntake,
   };
 }
 
@@ -62,18 +65,23 @@ function plan(options: Partial<ConsumeOptions> = {}): {
 }
 
 describe('planConsumerOrdering', () => {
-  it.each([[undefined], ['none' as const]])('leaves a consumer with ordering %s as it is', (ordering) => {
-    const { base, consumers, warnings } = plan({ ordering, concurrency: 10 });
+  it.each([[undefined], ['none' as const]])(
+    'leaves a consumer with ordering %s as it is, with the unordered intake',
+    (ordering) => {
+      const { base, consumers, warnings } = plan({ ordering, concurrency: 10 });
 
-    expect(consumers).toEqual([base]);
-    expect(consumers[0]).toBe(base);
-    expect(warnings).toEqual([]);
-  });
+      expect(consumers).toEqual([base]);
+      expect(consumers[0]).toBe(base);
+      expect(consumers[0].intake).toBe(unorderedIntake);
+      expect(warnings).toEqual([]);
+    },
+  );
 
-  it("makes an ordering 'queue' consumer's queue single-active-consumer with one message at a time", () => {
+  it("makes an ordering 'queue' consumer's queue single-active-consumer with one message at a time, with the ordered intake", () => {
     const { consumers } = plan({ ordering: 'queue', queueArguments: { 'x-max-length': 1000 } });
 
     expect(consumers).toHaveLength(1);
+    expect(consumers[0].intake).toBe(orderedIntake);
     expect(consumers[0]).toMatchObject({
       queue: 'billing.order-placed',
       deadLetterQueue: 'billing.order-placed.dlq',
@@ -126,6 +134,7 @@ describe('planConsumerOrdering', () => {
     ]);
     for (const [partition, consumer] of consumers.entries()) {
       expect(consumer.name).toBe('Billing.onOrderPlaced');
+      expect(consumer.intake).toBe(orderedIntake);
       expect(consumer.bindings).toEqual([]);
       expect(consumer.queueArguments).toMatchObject({
         'x-single-active-consumer': true,

@@ -2,6 +2,7 @@ import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { ConsumeOptions } from '../options/consume.options';
 import { partitionQueueName, type ConsumerOrdering } from './consumer-ordering';
 import type { ResolvedOrderingOption } from '../options/ordering.options';
+import { orderedIntake } from '../intake/ordered-intake';
 
 /** Builds a queue's arguments the way TopologyService does (dead-lettering, quorum backstop), plus `extra`. */
 export type QueueArgumentsBuilder = (
@@ -15,12 +16,14 @@ export const ORDERED_DEFAULT_PREFETCH = 1;
 
 /**
  * Turns one resolved `@Consume()` (planned as unordered) into the consumers that run it, by its resolved
- * `ordering` option; `asked` is what the decorator set itself, since an ordered consumer's defaults differ:
+ * `ordering` option; `asked` is what the decorator set itself, since an ordered consumer's defaults differ.
+ * This is where a consumer's intake is chosen (intake/consumer-intake.ts), once:
  *
- * - `'none'`: the consumer as it is.
- * - `'queue'`: its queue becomes single-active-consumer (`x-single-active-consumer`): the broker delivers to
- *   one subscriber across all replicas and hands over to the next when it goes. Concurrency is 1, and the
- *   prefetch defaults to 1 so that a message handed back to the broker is the next one delivered again.
+ * - `'none'`: the consumer as it is, with the unordered intake.
+ * - `'queue'`: the ordered intake, and the queue becomes single-active-consumer (`x-single-active-consumer`):
+ *   the broker delivers to one subscriber across all replicas and hands over to the next when it goes.
+ *   Concurrency is 1, and the prefetch defaults to 1 so that a message handed back to the broker is the next one
+ *   delivered again.
  * - `{ by: 'key', partitions: N }`: N such consumers, one per partition queue `<queue>.p000` to
  *   `<queue>.p<N-1>`, each with its own dead-letter queue. The queues are not bound to the events exchange
  *   themselves: a consistent-hash exchange named after the queue is (see OrderingTopology).
@@ -64,6 +67,7 @@ export function planConsumerOrdering(
     concurrency: 1,
     prefetch: asked.prefetch ?? ORDERED_DEFAULT_PREFETCH,
     ordering: own,
+    intake: orderedIntake,
   });
 
   if (ordering.mode === 'queue') return [ordered(plan.queue, ordering)];

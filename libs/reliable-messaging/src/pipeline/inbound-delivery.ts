@@ -1,7 +1,7 @@
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { EntityManager } from 'typeorm';
 import type { Envelope } from '../envelope/envelope';
-import { isOrdered, type ConsumerPlan } from '../consuming/consumer-plan';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { HandlerDeadline } from '../flow-control/handler-deadline';
 import type { AckBatcher } from '../consuming/ack-batcher';
 import { DeliveryContext, type AttemptAbort } from './delivery-context';
@@ -97,19 +97,17 @@ export class InboundDelivery {
   }
 
   /**
-   * Gives the delivery back to the broker unacknowledged: at once (basic.nack with requeue), or, for an ordered
-   * consumer, left for its channel's close, which returns it and every message fetched after it in delivery
-   * order (ConsumerRunner closes the channel). A requeue could let a message already on its way to this consumer
-   * pass it, or hand it straight back to a consumer that is stopping.
+   * Gives the delivery back to the broker unacknowledged, as its consumer's intake does: at once (basic.nack with
+   * requeue), or, for an ordered consumer, left for its channel's close, which returns it and every message
+   * fetched after it in delivery order (intake/ordered-intake.ts).
    */
   giveBack(): void {
-    if (isOrdered(this.consumer)) this.release();
-    else this.nack(true);
+    this.consumer.intake.giveBack(this);
   }
 
   /**
    * Whether the delivery was released unsettled, for its channel's close to return to the broker: an ordered
-   * consumer then starts nothing fetched after it and closes the channel (ConsumerRunner.runOrdered).
+   * consumer then starts nothing fetched after it and closes the channel (intake/ordered-intake.ts).
    */
   get leftUnsettled(): boolean {
     return this.left;

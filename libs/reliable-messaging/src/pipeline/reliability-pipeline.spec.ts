@@ -4,6 +4,8 @@ import { RetryPolicy } from '../retry/retry-policy';
 import { resolveRetryOptions } from '../options/retry.options';
 import type { StageDependencies } from './pipeline-stage';
 import { RELIABILITY_STAGES } from './reliability-pipeline';
+import { orderedIntake } from '../intake/ordered-intake';
+import { unorderedIntake } from '../intake/unordered-intake';
 
 const PLAN = {
   name: 'Billing.onOrderPlaced',
@@ -15,6 +17,7 @@ const PLAN = {
   deadline: { deadlineMs: 30_000, limitMs: 1_790_000 },
   retry: new RetryPolicy(resolveRetryOptions(undefined)),
   ordering: { mode: 'none' },
+  intake: unorderedIntake,
 } as unknown as ConsumerPlan;
 
 const WITHOUT_DATABASE = { inbox: {} } as unknown as StageDependencies;
@@ -62,7 +65,7 @@ describe('RELIABILITY_STAGES', () => {
     ],
     [
       'an ordered consumer, which retries in place instead of through the redelivery guard',
-      { ordering: { mode: 'queue' } },
+      { ordering: { mode: 'queue' }, intake: orderedIntake },
       WITHOUT_DATABASE,
       [
         'settleStage',

@@ -18,7 +18,7 @@ import { inboxStage } from '../inbox/inbox.middleware';
 import { MemoryInbox } from '../inbox/memory-inbox';
 import { MessagingMetrics } from '../metrics/messaging-metrics.service';
 import { metricsStage } from '../metrics/metrics.middleware';
-import { OrderedRetry } from '../ordering/ordered-retry.service';
+import { ShutdownSignal } from '../shutdown/shutdown-signal';
 import { orderedRetryStage } from '../ordering/ordered-retry.middleware';
 import { FailureHandler } from '../retry/failure-handler.service';
 import { RetryScheduler } from '../retry/retry-scheduler.service';
@@ -89,7 +89,7 @@ export class ReliabilityPipeline {
     replies: ReplyPublisher,
     metrics: MessagingMetrics,
     overdue: OverdueHandlers,
-    ordered: OrderedRetry,
+    shutdown: ShutdownSignal,
     database: DatabaseAvailability,
     store: InboxStore,
     stats: InboxStats,
@@ -106,7 +106,7 @@ export class ReliabilityPipeline {
       metrics,
       overdue,
       claimChecks,
-      shutdown: ordered.signal,
+      shutdown: shutdown.signal,
       database: options.dataSource ? database : undefined,
       inbox: {
         store,

@@ -1,5 +1,4 @@
 import { Injectable, Logger, Optional } from '@nestjs/common';
-import { isOrdered } from '../consuming/consumer-plan';
 import { DeadLetterService } from '../dead-letter/dead-letter.service';
 import { InvalidMessageError } from '../errors/invalid-message.error';
 import { MessagingMetrics } from '../metrics/messaging-metrics.service';
@@ -65,27 +64,25 @@ export class FailureHandler {
 
   /**
    * Gives a delivery the module held (through a database outage, or when shutdown interrupts the wait) back to
-   * its queue without costing it an attempt or a redelivery: as a fresh copy with its counters unchanged
-   * (RetryScheduler.returnToQueue), acknowledged once the copy is confirmed. An ordered consumer's delivery is
-   * given back unacknowledged instead (`giveBack`), since a copy at the tail would let later messages of its key
-   * pass it; the ones its consumer holds behind it follow it (ConsumerRunner).
+   * its queue without costing it an attempt or a redelivery, as its consumer's intake does: as a fresh copy with
+   * its counters unchanged (RetryScheduler.returnToQueue), acknowledged once the copy is confirmed; or, for an
+   * ordered consumer, unacknowledged, since a copy at the tail would let later messages of its key pass it
+   * (intake/ordered-intake.ts).
    */
   async returnToQueue(delivery: InboundDelivery, why: string): Promise<void> {
     if (delivery.isSettled) return;
     const id =
       delivery.envelope?.messageId ?? (delivery.raw.properties.messageId as string | undefined) ?? '?';
-    if (isOrdered(delivery.consumer)) {
-      this.logger.warn(`${delivery.consumer.name}: ${why}; message ${id} goes back to the head of its queue`);
-      delivery.giveBack();
-      return;
-    }
-    this.logger.warn(`${delivery.consumer.name}: ${why}; message ${id} goes back to its queue`);
-    const returned = await publishWhileHeld(
-      delivery,
-      () => this.retries.returnToQueue(delivery),
-      `returning message ${id} to ${delivery.consumer.queue}`,
-      this.logger,
-    );
-    if (returned) delivery.ack();
+    const { intake } = delivery.consumer;
+    this.logger.warn(`${delivery.consumer.name}: ${why}; message ${id} goes back to ${intake.heldReturnsTo}`);
+    await intake.returnHeld(delivery, async () => {
+      const returned = await publishWhileHeld(
+        delivery,
+        () => this.retries.returnToQueue(delivery),
+        `returning message ${id} to ${delivery.consumer.queue}`,
+        this.logger,
+      );
+      if (returned) delivery.ack();
+    });
   }
 }

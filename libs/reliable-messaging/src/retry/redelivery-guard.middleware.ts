@@ -7,7 +7,7 @@ import type { MessageMiddleware } from '../pipeline/message-middleware';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
 import { DELAY_RESOLUTION_MS } from './delay-levels';
 import { publishWhileHeld } from './publish-while-held';
-import { isOrdered, type ConsumerPlan } from '../consuming/consumer-plan';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { StageDependencies } from '../pipeline/pipeline-stage';
 
 const MAX_REDELIVERIES_HEADER = 10_000;
@@ -29,14 +29,14 @@ const MAX_REDELIVERIES_HEADER = 10_000;
  * RabbitMQ version, with or without a database: the broker's x-delivery-count changed meaning in RabbitMQ 4.3
  * and classic queues have none. The quorum queue's x-delivery-limit stays only as a backstop.
  *
- * Not for ordered consumers: the copy at the tail would let later messages of its key pass it; their retry
- * stage bounds redeliveries in place (ordering/ordered-retry.middleware.ts).
+ * Not for consumers whose intake retries in place (ordered ones): the copy at the tail would let later messages
+ * of its key pass it; their retry stage bounds redeliveries in place (ordering/ordered-retry.middleware.ts).
  */
 export function redeliveryGuardStage(
-  plan: Pick<ConsumerPlan, 'retry' | 'ordering'>,
+  plan: Pick<ConsumerPlan, 'retry' | 'intake'>,
   { retries }: Pick<StageDependencies, 'retries'>,
 ): MessageMiddleware | undefined {
-  if (isOrdered(plan)) return undefined;
+  if (plan.intake.retriesInPlace) return undefined;
   const policy = plan.retry;
   const { maxRedeliveries } = policy.options;
   const logger = new Logger('ReliableMessaging');
