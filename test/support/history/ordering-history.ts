@@ -123,11 +123,18 @@ export async function runOrderingHistory(options: OrderingHistoryOptions): Promi
   const broker = await TestBroker.connect(options.broker.url.split(',')[0]);
   const results: ConfigurationResult[] = [];
   try {
-    // Side by side: each configuration has its own queues, exchange and rows, and the load is the point.
+    // Side by side: each configuration has its own queues, exchange and rows, and the load is the point. The
+    // broker is one, so it restarts once, when every configuration is ready for it.
+    const configurations = options.configurations ?? DEFAULT_CONFIGURATIONS;
+    const { broker: target } = options;
+    const restart =
+      options.faults.includes('broker-restart') && target.restart
+        ? meeting(configurations.length, () => target.restart!())
+        : undefined;
     results.push(
       ...(await Promise.all(
-        (options.configurations ?? DEFAULT_CONFIGURATIONS).map((configuration) =>
-          runConfiguration(configuration, options, db, broker),
+        configurations.map((configuration) =>
+          runConfiguration(configuration, options, db, broker, restart?.join()),
         ),
       )),
     );
@@ -140,11 +147,64 @@ export async function runOrderingHistory(options: OrderingHistoryOptions): Promi
   return { results, table: summaryTable(results) };
 }
 
+/** One party's part in a {@link meeting}: arrive when ready for it, or leave (failed) without it. */
+interface MeetingSeat {
+  arrive(): Promise<void>;
+  leave(): void;
+}
+
+/**
+ * Runs `work` once, when each of `parties` seats has arrived (or left); every arrival resolves when it is done. The
+ * configurations' broker restart: one broker, restarted once, while no configuration is in the middle of another
+ * fault (closing connections needs a running broker).
+ */
+function meeting(parties: number, work: () => Promise<void>): { join(): MeetingSeat } {
+  let present = 0;
+  let start!: () => void;
+  const done = new Promise<void>((resolve) => (start = resolve)).then(work);
+  done.catch(() => undefined);
+  const count = (): void => {
+    if (++present === parties) start();
+  };
+  return {
+    join() {
+      let counted = false;
+      const once = (): void => {
+        if (!counted) count();
+        counted = true;
+      };
+      return {
+        arrive: () => {
+          once();
+          return done;
+        },
+        leave: once,
+      };
+    },
+  };
+}
+
 async function runConfiguration(
   configuration: HistoryConfiguration,
   options: OrderingHistoryOptions,
   db: MessagingDatabase,
   broker: TestBroker,
+  restart?: MeetingSeat,
+): Promise<ConfigurationResult> {
+  try {
+    return await runConfigurationOnce(configuration, options, db, broker, restart);
+  } finally {
+    // A configuration that failed before the restart does not hold the others' up.
+    restart?.leave();
+  }
+}
+
+async function runConfigurationOnce(
+  configuration: HistoryConfiguration,
+  options: OrderingHistoryOptions,
+  db: MessagingDatabase,
+  broker: TestBroker,
+  restart: MeetingSeat | undefined,
 ): Promise<ConfigurationResult> {
   const started = Date.now();
   const log = options.log ?? (() => undefined);
@@ -277,9 +337,9 @@ async function runConfiguration(
     await ready([replacement.app]);
     happened.push(`r${victim.index} killed, r${replacement.index} started`);
   }
-  if (faults.has('broker-restart') && options.broker.restart) {
+  if (restart) {
     await awaitHandled(at(0.6), 'before restarting the broker');
-    await options.broker.restart();
+    await restart.arrive();
     happened.push('broker restarted');
   }
   await publisher.waitForLine(/^published$/, 180_000);

@@ -239,6 +239,8 @@ function runOrderingHistory(): boolean {
     process.execPath,
     [
       'node_modules/jest/bin/jest.js',
+      // A run cut short by a failure may leave a connection to a broker that restarted open.
+      '--forceExit',
       '--testPathIgnorePatterns',
       '/node_modules/',
       '--testRegex',
