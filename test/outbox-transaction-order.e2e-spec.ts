@@ -149,6 +149,15 @@ describe('outbox: the keyless messages of one transaction leave in the order wri
     expect((await rowsOf(6)).map((row) => row.key)).toEqual([null]);
   });
 
+  it("refuses an ordering key of the publisher's own that takes the transactions' prefix", async () => {
+    await expect(
+      db.dataSource.transaction((manager) =>
+        writer.publisher.publish(step(7, 0), { manager, orderingKey: 'rm-transaction:mine' }),
+      ),
+    ).rejects.toThrow(/must not start with 'rm-transaction:'/);
+    expect(await rowsOf(7)).toEqual([]);
+  });
+
   it('delivers every transaction in the order written, with three relays sharing the outbox', async () => {
     await db.dataSource.query('DELETE FROM rm_outbox');
     const relays: MessagingTestApp[] = [];

@@ -77,3 +77,12 @@ export const IDEMPOTENT_METADATA = 'reliable-messaging:idempotent';
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 /** Set to `true` on a response replayed from the idempotency key's stored response instead of running the handler. */
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
+
+/**
+ * The prefix of the key that the rows of one transaction written without an ordering key share. Such a key holds
+ * its later rows behind one that waits out a retry, but not behind a parked one: a message that can never be
+ * published leaves its transaction's sequence, as a dead letter leaves a key's on the consumer's side, where a
+ * user's key stays held until an operator retries or discards it.
+ * Reserved: an ordering key of a publisher's own must not start with it.
+ */
+export const TRANSACTION_GROUP_PREFIX = 'rm-transaction:';

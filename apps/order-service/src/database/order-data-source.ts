@@ -39,9 +39,9 @@ export function orderDataSourceOptions(databaseUrl: string): TypeOrmModuleOption
     // Through the app's logger, and a failed query without its parameters, which hold customer data.
     logger: new DatabaseLogger(),
     logging: ['error', 'warn', 'migration'],
-    // The consumers' handlers (25 at most at once, see their `concurrency`), HTTP requests and the outbox
-    // relay share the pool.
-    poolSize: 30,
+    // The consumers' handlers (30 at most at once: their `concurrency`, one per history partition and one for
+    // the activity feed), HTTP requests and the outbox relay share the pool.
+    poolSize: 40,
     retryAttempts: 5,
     retryDelay: 1000,
   };

@@ -9,14 +9,6 @@ import { OrderHistoryEntry, type HistoryRecorder } from './order-history-entry.e
 export const HISTORY_PARTITIONS = 4;
 
 /**
- * Messages fetched ahead of the one in hand. Still one handled at a time and in order (messages fetched behind
- * one that goes back return with it, in their order), but the next is on its way while one is handled: at the
- * ordered default of 1 the activity feed, which sees every order's changes, drains a backlog at one broker round
- * trip per message.
- */
-const PREFETCH = 20;
-
-/**
  * The two ordered consumers of the order service, each recording every status change it handles, in the handler's
  * transaction with its inbox row:
  * - the order history is ordered by key (the order id): each order's changes in the order they happened, the
@@ -29,13 +21,12 @@ export class OrderHistoryConsumer {
   @Consume({
     queue: QUEUES.history,
     ordering: { by: 'key', partitions: HISTORY_PARTITIONS },
-    prefetch: PREFETCH,
   })
   async onStatusChanged(event: OrderStatusChanged, ctx: MessageContext): Promise<void> {
     await record('history', event, ctx);
   }
 
-  @Consume({ queue: QUEUES.activity, ordering: 'queue', prefetch: PREFETCH })
+  @Consume({ queue: QUEUES.activity, ordering: 'queue' })
   async onActivity(event: OrderStatusChanged, ctx: MessageContext): Promise<void> {
     await record('activity', event, ctx);
   }

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { Inject, Injectable } from '@nestjs/common';
 import { uuidv7 } from './uuid-v7';
-import { HEADERS, JSON_CONTENT_TYPE } from '../reliable-messaging.constants';
+import { HEADERS, JSON_CONTENT_TYPE, TRANSACTION_GROUP_PREFIX } from '../reliable-messaging.constants';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { getMessageDefinition, parseSchemaVersion } from '../decorators/message-type.decorator';
@@ -148,6 +148,11 @@ function optionalOrderingKey(type: string, key: string | undefined): string | un
   if (typeof key !== 'string' || key.length === 0 || key.length > 256) {
     throw new ConfigurationError(
       `message '${type}': an ordering key must be a string of 1 to 256 characters, got ${typeof key === 'string' ? `${key.length} characters` : typeof key}`,
+    );
+  }
+  if (key.startsWith(TRANSACTION_GROUP_PREFIX)) {
+    throw new ConfigurationError(
+      `message '${type}': an ordering key must not start with '${TRANSACTION_GROUP_PREFIX}', which the outbox keeps for the messages of one transaction without a key`,
     );
   }
   return key;

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import { RESOLVED_MESSAGING_OPTIONS, TRANSACTION_GROUP_PREFIX } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import type { OutboundMessage, OutboundProperties } from '../envelope/envelope';
 import { preparedQuery } from '../database/prepared-query';
@@ -102,14 +102,6 @@ function rowValues(message: OutboundMessage, group: string | undefined): unknown
     message.orderingKey ?? group ?? null,
   ];
 }
-
-/**
- * The prefix of the key that the rows of one transaction written without an ordering key share. Such a key holds
- * its later rows behind one that waits out a retry, but not behind a parked one: a message that can never be
- * published leaves its transaction's sequence, as a dead letter leaves a key's on the consumer's side, where a
- * user's key stays held until an operator retries or discards it.
- */
-export const TRANSACTION_GROUP_PREFIX = 'rm-transaction:';
 
 /** SQL: whether the row aliased `alias` has a key a parked row holds (a user's key, not a transaction's). */
 const holdsWhenParked = (alias: string): string =>

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import { RESOLVED_MESSAGING_OPTIONS, TRANSACTION_GROUP_PREFIX } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import type { OutboundMessage } from '../envelope/envelope';
 import { ConfigurationError } from '../errors/configuration.error';
@@ -9,7 +9,7 @@ import { TransactionContext } from '../database/transaction-context.service';
 import { ClaimCheckWriter } from '../claim-check/claim-check-writer.service';
 import { randomUUID } from 'node:crypto';
 import { OutboxCommitSignal, type TransactionWrites } from './outbox-commit-signal.service';
-import { OutboxStore, TRANSACTION_GROUP_PREFIX } from './outbox-store.service';
+import { OutboxStore } from './outbox-store.service';
 
 /**
  * Writes outgoing messages into the outbox, inside the caller's transaction: the EntityManager passed in,
