@@ -1,7 +1,6 @@
 // @ts-check
 /**
- * Readies a RabbitMQ on this machine for the test suite, before Jest starts: enables the consistent-hash
- * exchange (ordering by key needs it; RabbitMQ ships it off), resets the memory and disk limits to this
+ * Readies a RabbitMQ on this machine for the test suite, before Jest starts: resets the memory and disk limits to this
  * machine's defaults, in case a fault test that failed half-way left an alarm raised that would block every
  * publisher, and raises the broker's file-handle budget (below). A broker elsewhere is left alone. Never fails the run: when a step cannot be done, it says in one
  * line how to do it by hand, and the specs that need it fail with their own message.
@@ -10,8 +9,6 @@ import { spawnSync } from 'node:child_process';
 import process from 'node:process';
 import { URL } from 'node:url';
 
-const PLUGIN = 'rabbitmq_consistent_hash_exchange';
-const ENABLE = `rabbitmq-plugins enable ${PLUGIN}`;
 /** RabbitMQ's defaults, which this machine's broker runs with (see `rabbitmqctl environment`). */
 const MEMORY_HIGH_WATERMARK = '0.4';
 const DISK_FREE_LIMIT = '50MB';
@@ -21,22 +18,13 @@ const COMMAND_TIMEOUT_MS = 60_000;
 const FILE_HANDLE_BUDGET = 4000;
 
 const host = hostOf(process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672');
-if (!LOCAL_HOSTS.has(host)) {
-  say(`the broker at ${host} is not on this machine; the ordering specs need ${PLUGIN} there: ${ENABLE}`);
-} else {
-  const failure = enablePlugin();
-  if (failure) {
-    say(
-      `could not enable ${PLUGIN} (${failure}); unless docker-compose.yml runs the broker (it has it), run once: sudo ${ENABLE}`,
-    );
-  } else {
-    const reset =
-      run('rabbitmqctl', ['set_vm_memory_high_watermark', MEMORY_HIGH_WATERMARK]) ??
-      run('rabbitmqctl', ['set_disk_free_limit', DISK_FREE_LIMIT]);
-    if (reset) say(`could not reset the broker's memory and disk limits (${reset})`);
-    const budget = raiseFileHandleBudget();
-    if (budget) say(`could not raise the broker's file-handle budget (${budget})`);
-  }
+if (LOCAL_HOSTS.has(host)) {
+  const reset =
+    run('rabbitmqctl', ['set_vm_memory_high_watermark', MEMORY_HIGH_WATERMARK]) ??
+    run('rabbitmqctl', ['set_disk_free_limit', DISK_FREE_LIMIT]);
+  if (reset) say(`could not reset the broker's memory and disk limits (${reset})`);
+  const budget = raiseFileHandleBudget();
+  if (budget) say(`could not raise the broker's file-handle budget (${budget})`);
 }
 
 /**
@@ -54,16 +42,6 @@ function raiseFileHandleBudget() {
     'eval',
     `case file_handle_cache:get_limit() < ${FILE_HANDLE_BUDGET} of true -> file_handle_cache:set_limit(${FILE_HANDLE_BUDGET}); false -> ok end.`,
   ]);
-}
-
-/**
- * Enables the plugin unless it is on already; returns why that failed, or undefined.
- * NOTE: `enable` applies the plugin configuration to the node even when nothing changes, which takes seconds;
- * `is_enabled` answers at once.
- */
-function enablePlugin() {
-  if (run('rabbitmq-plugins', ['is_enabled', PLUGIN]) === undefined) return undefined;
-  return run('rabbitmq-plugins', ['enable', PLUGIN]);
 }
 
 /**

@@ -2,7 +2,8 @@
 # A throwaway 3-node RabbitMQ cluster beside the machine's default node, for the cluster failover spec and fault 14
 # of the fault matrix.
 #
-#   scripts/rabbitmq-cluster.sh up [PID]   start the nodes (tearing down leftovers first) and join them; PID owns them
+#   scripts/rabbitmq-cluster.sh up [PID]   start the nodes (tearing down leftovers first) and join them; PID owns them;
+#                                          RM_CLUSTER_SIZE=1 starts node 1 alone (a private broker to restart)
 #   scripts/rabbitmq-cluster.sh down       kill the nodes and remove their directory
 #   scripts/rabbitmq-cluster.sh status     cluster_status as the first node sees it
 #   scripts/rabbitmq-cluster.sh ctl N ...  rabbitmqctl against node N (1-3); `queues N ...` runs rabbitmq-queues
@@ -17,6 +18,7 @@ set -eu
 SBIN=/usr/lib/rabbitmq/bin
 BASE=${RM_CLUSTER_DIR:-/tmp/rm-cluster}
 NODES="1 2 3"
+SIZE=${RM_CLUSTER_SIZE:-3}
 SEED=rm-fault-1@localhost
 
 node_name() { echo "rm-fault-$1@localhost"; }
@@ -108,11 +110,15 @@ up() {
   # A cookie of our own: nodes of this cluster and its CLI calls share it, the default node does not.
   head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' | tr 'a-f' 'A-F' >"$BASE/home/.erlang.cookie"
   chmod 400 "$BASE/home/.erlang.cookie"
-  # Key-ordered consumers need the consistent-hash exchange on every node.
-  echo '[rabbitmq_consistent_hash_exchange].' >"$BASE/enabled_plugins"
+  echo '[].' >"$BASE/enabled_plugins"
   cat >"$BASE/rabbitmq-env.conf" <<'EOF'
 export ERL_FLAGS="-kernel inet_dist_use_interface {127,0,0,1}"
 EOF
+  if [ "$SIZE" = 1 ]; then
+    start_node 1
+    await_boot 1
+    return
+  fi
   for n in $NODES; do start_node "$n"; done
   # Every rabbitmqctl call boots an Erlang VM of its own (seconds on a busy machine): calls that do not depend on
   # each other run in parallel, and join_cluster runs one node at a time.

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { IsInt, IsOptional, IsString } from 'class-validator';
 import { ConfigurationError, Consume, MessageType, type MessageContext } from 'nestjs-reliable-messaging';
+import { keyExchangeName, orderingBucket } from 'nestjs-reliable-messaging/operations';
 import { MessagingTestApp, queueCounts, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';
@@ -50,9 +51,10 @@ const moved = (shipment: string | undefined, seq: number): ShipmentMoved =>
 
 /**
  * What the ordering options declare on the broker, checked through what the broker does with it: a key-ordered
- * consumer's consistent-hash exchange keeps each key on one partition (also after the app restarts), spreads
- * messages without a key of their own, and refuses a lower partition count; an ordering 'queue' consumer's
- * queue delivers to one replica only.
+ * consumer's key exchange puts each key on partition `bucket(key) mod N` (also after the app restarts, and after
+ * a partition queue is deleted and declared again), spreads messages without a key of their own, hands a message
+ * without a bucket to partition 0, and refuses a lower partition count; an ordering 'queue' consumer's queue
+ * delivers to one replica only.
  */
 describe('ordering: the topology behind ordering options', () => {
   let broker: TestBroker;
@@ -85,9 +87,30 @@ describe('ordering: the topology behind ordering options', () => {
     await publishAll(first, 2);
     await waitFor('24 messages handled', () => tracking.seen.length === 24);
 
-    for (const shipment of SHIPMENTS) expect(tracking.partitionsOf(shipment).size).toBe(1);
+    for (const shipment of SHIPMENTS) {
+      expect([...tracking.partitionsOf(shipment)]).toEqual([
+        `${KEYED}.p00${orderingBucket(shipment) % PARTITIONS}`,
+      ]);
+    }
     expect(new Set(tracking.seen.map((s) => s.queue)).size).toBeGreaterThan(1);
-    for (const seen of tracking.seen) expect(seen.queue).toMatch(new RegExp(`^${KEYED}\\.p00[0-3]$`));
+  });
+
+  it('hands a message that carries no bucket (a plain AMQP client) to partition 0, and handles it', async () => {
+    const tracking = first.get(TrackingHandler);
+    const before = tracking.seen.length;
+    await broker.publishRaw(
+      { exchange: broker.name('events'), routingKey: 'shipment.moved' },
+      JSON.stringify({ shipment: 'plain-client', seq: 7 }),
+      {
+        messageId: 'plain-client-1',
+        contentType: 'application/json',
+        type: 'shipment.moved',
+        headers: { 'rm-ordering-key': 'plain-client' },
+      },
+    );
+    await waitFor('the plain client message handled', () => tracking.seen.length === before + 1);
+
+    expect([...tracking.partitionsOf('plain-client')]).toEqual([`${KEYED}.p000`]);
   });
 
   it('spreads messages without an ordering key over the partitions by their message id', async () => {
@@ -105,9 +128,9 @@ describe('ordering: the topology behind ordering options', () => {
       // NOTE: a quorum queue reports its consumer count with a lag.
       await waitFor('both replicas subscribed', async () => (await queueCounts(SINGLE)).consumers === 2);
       const [one, two] = [first.get(AuditHandler), second.get(AuditHandler)];
-      // The audit queue got every message published so far (48, from the cases above, which waited for the
+      // The audit queue got every message published so far (49, from the cases above, which waited for the
       // tracking queue only): it drains them first, or they would count among the 12 awaited here.
-      const earlier = 2 * SHIPMENTS.length + 24;
+      const earlier = 2 * SHIPMENTS.length + 1 + 24;
       await waitFor(`the ${earlier} earlier audit messages`, () => one.seen.length === earlier);
       await publishAll(second, 3);
       await waitFor('12 more audit messages', () => one.seen.length + two.seen.length === earlier + 12);
@@ -129,6 +152,51 @@ describe('ordering: the topology behind ordering options', () => {
 
     for (const shipment of SHIPMENTS)
       expect([...tracking.partitionsOf(shipment)]).toEqual([before.get(shipment)]);
+  });
+
+  it('keeps each key on its partition when a partition queue is deleted and declared again', async () => {
+    const tracking = first.get(TrackingHandler);
+    const before = new Map(SHIPMENTS.map((s) => [s, [...tracking.partitionsOf(s)][0]]));
+    await first.close();
+    await (await broker.openChannel()).deleteQueue(`${KEYED}.p001`);
+    first = await MessagingTestApp.start(broker, { providers: [TrackingHandler, AuditHandler] });
+    const again = first.get(TrackingHandler);
+    await publishAll(first, 5);
+    await waitFor('12 messages handled after the partition came back', () => again.seen.length === 12);
+
+    for (const shipment of SHIPMENTS)
+      expect([...again.partitionsOf(shipment)]).toEqual([before.get(shipment)]);
+  });
+
+  it('grows to more partitions: the key exchange of the old count goes, and no message arrives twice', async () => {
+    @Injectable()
+    class MorePartitions {
+      readonly seen: Array<{ shipment?: string; queue: string }> = [];
+
+      @Consume({ queue: KEYED, ordering: { by: 'key', partitions: 6 } })
+      async onMoved(event: ShipmentMoved, ctx: MessageContext): Promise<void> {
+        this.seen.push({ shipment: event.shipment, queue: ctx.queue });
+      }
+    }
+    await first.close();
+    first = await MessagingTestApp.start(broker, { providers: [MorePartitions] });
+    try {
+      const more = first.get(MorePartitions);
+      await publishAll(first, 6);
+      await waitFor('12 messages handled with 6 partitions', () => more.seen.length === 12);
+
+      for (const shipment of SHIPMENTS) {
+        expect(more.seen.filter((s) => s.shipment === shipment).map((s) => s.queue)).toEqual([
+          `${KEYED}.p00${orderingBucket(shipment) % 6}`,
+        ]);
+      }
+      const channel = await broker.openChannel();
+      await expect(channel.checkExchange(keyExchangeName(KEYED, PARTITIONS))).rejects.toThrow(/NOT_FOUND/);
+    } finally {
+      await first.close();
+      // Back to 4 partitions for the case below: the broker now has 6.
+      first = await MessagingTestApp.start(broker, { providers: [AuditHandler] });
+    }
   });
 
   it('refuses to start with fewer partitions than the broker has, naming the partition left over', async () => {

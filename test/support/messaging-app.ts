@@ -14,7 +14,12 @@ import {
   ReliableMessagingModule,
   type ReliableMessagingModuleOptions,
 } from 'nestjs-reliable-messaging';
-import { ConsumerRegistry, delayLevelNames, deliverExchangeName } from 'nestjs-reliable-messaging/operations';
+import {
+  ConsumerRegistry,
+  delayLevelNames,
+  deliverExchangeName,
+  unbucketedExchangeName,
+} from 'nestjs-reliable-messaging/operations';
 import type { TestBroker } from './test-broker';
 
 const run = promisify(execFile);
@@ -143,7 +148,9 @@ export class MessagingTestApp {
     const app = await NestFactory.createApplicationContext(SpecAppModule, { logger, abortOnError: false });
     for (const consumer of app.get(ConsumerRegistry).consumers) {
       broker.track(consumer.queue, consumer.deadLetterQueue);
-      if (consumer.ordering.mode === 'key') broker.track(consumer.ordering.hashExchange);
+      if (consumer.ordering.mode === 'key') {
+        broker.track(consumer.ordering.keyExchange, unbucketedExchangeName(consumer.ordering.baseQueue));
+      }
     }
     return { app, connectionName: options.connectionName as string };
   }

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { HEADERS } from 'nestjs-reliable-messaging';
+import { bucketRoutingKey, orderingBucket } from 'nestjs-reliable-messaging/operations';
 import type { TestBroker } from './test-broker';
 
 /** The table the ordering fixture app (test/fixtures/ordering-app.ts) writes each handled step to. */
@@ -64,6 +65,8 @@ export async function publishSteps(
           persistent: true,
           mandatory: true,
           headers: { [HEADERS.idempotencyKey]: `${key}:${seq}`, [HEADERS.orderingKey]: key },
+          // What a plain AMQP client adds to reach the key's partition of a consumer ordered by key.
+          BCC: bucketRoutingKey(orderingBucket(key)),
         });
         if (!written) await new Promise((resolve) => channel.once('drain', resolve));
       }

@@ -36,9 +36,14 @@ export { STALE_MESSAGES_METRIC } from './metrics/messaging-metrics.service';
  * (prom-client's global one by default) and needs nothing from here.
  */
 export { MessagingMetrics } from './metrics/messaging-metrics.service';
-/** The startup errors the broker's state causes (both are ConfigurationErrors). */
+/**
+ * Ordering by key on the wire: a key's bucket and the routing key that carries it (what a plain AMQP client adds
+ * as `BCC` to reach the right partition), and the names of a key-ordered consumer's exchanges.
+ */
+export { ORDERING_BUCKETS, bucketRoutingKey, orderingBucket } from './ordering/ordering-bucket';
+export { keyExchangeName, unbucketedExchangeName } from './ordering/consumer-ordering';
+/** The startup error the broker's state causes (a ConfigurationError). */
 export { TopologyMismatchError } from './errors/topology-mismatch.error';
-export { ConsistentHashExchangeMissingError } from './errors/consistent-hash-exchange-missing.error';
 /** How long a graceful shutdown may take unless `shutdownTimeoutMs` says otherwise. */
 export { DEFAULT_SHUTDOWN_TIMEOUT_MS } from './options/reliable-messaging.options';
 

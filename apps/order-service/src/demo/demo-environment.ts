@@ -1,6 +1,11 @@
 import { DEMO_RUN_ID } from './demo-namespace';
 import type { ChannelModel } from 'amqplib';
-import { delayLevelNames, deliverExchangeName } from 'nestjs-reliable-messaging/operations';
+import {
+  delayLevelNames,
+  deliverExchangeName,
+  keyExchangeName,
+  unbucketedExchangeName,
+} from 'nestjs-reliable-messaging/operations';
 import { Client } from 'pg';
 import { messagingNames, type MessagingNames } from '../config/messaging-names';
 import { HISTORY_PARTITIONS } from '../history/order-history.consumer';
@@ -74,8 +79,10 @@ export class DemoEnvironment {
       for (const queue of [...this.consumedQueues, ...this.deadLetterQueues, ...delayLevels]) {
         await channel.deleteQueue(queue);
       }
-      // The history's consistent-hash exchange bears its queue's name.
+      // The history's key exchanges, and the one earlier versions named after its queue.
       for (const name of [
+        keyExchangeName(queues.history, HISTORY_PARTITIONS),
+        unbucketedExchangeName(queues.history),
         queues.history,
         exchange,
         deadLetterExchange,

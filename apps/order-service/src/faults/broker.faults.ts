@@ -27,7 +27,6 @@ export function closeConnectionsFault(): Fault {
 export function brokerStopFault(ms: number): Fault {
   return {
     name: `broker-stop-${ms / 1000}s`,
-    restartsBroker: true,
     description: `the broker stopped (rabbitmqctl stop_app) for ${ms / 1000} s, then start_app`,
     machineWide: true,
     async inject(context) {

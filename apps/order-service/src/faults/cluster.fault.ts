@@ -18,7 +18,6 @@ export function clusterLeaderKillFault(): Fault {
   let cluster: RabbitCluster | undefined;
   return {
     name: 'cluster-leader-kill',
-    restartsBroker: true,
     description: 'a 3-node cluster loses the node leading the quorum queues to SIGKILL',
     machineWide: false,
     stage: {

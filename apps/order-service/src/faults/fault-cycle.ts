@@ -21,11 +21,6 @@ export interface FaultRow {
    * did not handle in their order, or handled twice.
    */
   orderViolations: number;
-  /**
-   * Accepted orders the key-ordered history handled out of order across a broker node's restart, which moves keys
-   * between partitions on RabbitMQ 3.10 (see Fault.restartsBroker): shown, not failed.
-   */
-  keyMovedViolations: number;
   /** Dead letters that arrived during the cycle. */
   deadLettered: number;
   /** Dead letters nobody planted, and planted ones that never came, each described. */
@@ -76,7 +71,6 @@ function unrunRow(fault: Fault, failure: unknown): FaultRow {
     receiptsTwice: 0,
     lost: 0,
     orderViolations: 0,
-    keyMovedViolations: 0,
     deadLettered: 0,
     wrongDeadLetters: [],
     repeatedReceiptCalls: 0,
@@ -184,14 +178,7 @@ export async function runFaultCycle(
   ];
   const settled = accepted.length - (await settledCountable(context, accepted));
   const violations = await orderViolations(context, accepted);
-  const keyMoved = violations.filter((v) => fault.restartsBroker === true && v.recorder === 'history');
-  const unexplained = violations.filter((v) => !keyMoved.includes(v));
-  for (const violation of unexplained.slice(0, 5)) notes.push(`order violation: ${violation.description}`);
-  for (const violation of keyMoved.slice(0, 5)) {
-    notes.push(
-      `order violation across the broker's restart (keys moved partition): ${violation.description}`,
-    );
-  }
+  for (const violation of violations.slice(0, 5)) notes.push(`order violation: ${violation.description}`);
   // A crash is a failure even when nothing was lost: the supervisor's restart is what saved the messages.
   for (const exit of context.app.unexpectedExits.slice(unexpectedExitsBefore)) {
     problems.push(`the app crashed: ${exit.split('\n')[0]}`);
@@ -203,8 +190,7 @@ export async function runFaultCycle(
     paidTwice: await paidTwice(context, accepted),
     receiptsTwice: context.receipts.sentTwice(accepted),
     lost: accepted.length - settled,
-    orderViolations: unexplained.length,
-    keyMovedViolations: keyMoved.length,
+    orderViolations: violations.length,
     deadLettered: seen.length,
     wrongDeadLetters,
     recoveryMs,

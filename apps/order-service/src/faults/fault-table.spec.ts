@@ -11,7 +11,6 @@ function row(overrides: Partial<FaultRow> = {}): FaultRow {
     receiptsTwice: 0,
     lost: 0,
     orderViolations: 0,
-    keyMovedViolations: 0,
     deadLettered: 0,
     wrongDeadLetters: [],
     recoveryMs: 1234,
@@ -65,12 +64,6 @@ describe('the fault table', () => {
     ['a problem the fault found', { problems: ['RSS grew 31%'] }, 'pg-restart: RSS grew 31%'],
   ])('fails on %s', (_what, overrides, problem) => {
     expect(faultTableProblems([row(overrides)])).toEqual([problem]);
-  });
-
-  it('shows, without failing, what a broker restart did to keys ordered by partition', () => {
-    const moved = row({ fault: 'broker-stop-60s', keyMovedViolations: 1 });
-    expect(formatFaultTable([moved])[1]).toContain('0 (+1 keys moved)');
-    expect(faultTableProblems([moved])).toEqual([]);
   });
 
   it('marks a row with a wrong dead letter', () => {

@@ -21,9 +21,7 @@ function cells(row: FaultRow): string[] {
     String(row.paidTwice),
     String(row.receiptsTwice),
     String(row.lost),
-    row.keyMovedViolations > 0
-      ? `${row.orderViolations} (+${row.keyMovedViolations} keys moved)`
-      : String(row.orderViolations),
+    String(row.orderViolations),
     row.wrongDeadLetters.length > 0 ? `${row.deadLettered} (wrong)` : String(row.deadLettered),
     row.recoveryMs === undefined ? 'never' : `${(row.recoveryMs / 1000).toFixed(1)} s`,
   ];

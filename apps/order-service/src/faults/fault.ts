@@ -38,12 +38,6 @@ export interface Fault {
    */
   readonly machineWide: boolean;
   /**
-   * Whether a broker node restarts. RabbitMQ 3.10 rebuilds a consistent-hash exchange's ring in another order on
-   * a node's restart (measured here: 201 of 400 keys moved partition), so a key's message queued before the
-   * restart and one published after can be handled out of order by a consumer ordered by key (docs/ordering.md).
-   */
-  readonly restartsBroker?: boolean;
-  /**
    * Breaks something, holds it, and restores it. Restoring happens in a `finally`, so a failure or an abort
    * (`context.signal`) restores too. Resolves once everything is restored: the fault's end, from which the time to
    * recover is measured.

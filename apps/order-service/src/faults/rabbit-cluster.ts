@@ -25,11 +25,7 @@ export interface ClusterNode {
  * way (a SIGKILL, a crash).
  */
 export class RabbitCluster {
-  readonly nodes: readonly ClusterNode[] = [1, 2, 3].map((index) => ({
-    index,
-    name: `rm-fault-${index}@localhost`,
-    url: `amqp://guest:guest@127.0.0.1:${5680 + index}`,
-  }));
+  readonly nodes: readonly ClusterNode[];
   private startedInMs = 0;
   private readonly watcher: ChildProcess;
   private readonly onSignal = (signal: NodeJS.Signals): void => {
@@ -37,19 +33,30 @@ export class RabbitCluster {
     process.kill(process.pid, signal);
   };
 
-  private constructor() {
+  private constructor(size: 1 | 3) {
+    this.nodes = [1, 2, 3].slice(0, size).map((index) => ({
+      index,
+      name: `rm-fault-${index}@localhost`,
+      url: `amqp://guest:guest@127.0.0.1:${5680 + index}`,
+    }));
     // NOTE: detached and unreferenced, so it outlives this process (even its SIGKILL) and then tears down.
     this.watcher = spawn(SCRIPT, ['watch', String(process.pid)], { detached: true, stdio: 'ignore' });
     this.watcher.unref();
     for (const signal of SIGNALS) process.once(signal, this.onSignal);
   }
 
-  /** Starts the nodes and joins them, after tearing down leftovers of an earlier run. */
-  static async start(): Promise<RabbitCluster> {
-    const cluster = new RabbitCluster();
+  /**
+   * Starts the nodes and joins them, after tearing down leftovers of an earlier run; `size` 1 starts one node
+   * alone, a private broker to restart.
+   */
+  static async start(size: 1 | 3 = 3): Promise<RabbitCluster> {
+    const cluster = new RabbitCluster(size);
     const started = Date.now();
     try {
-      await run(SCRIPT, ['up', String(process.pid)], { maxBuffer: 16 * 1024 * 1024 });
+      await run(SCRIPT, ['up', String(process.pid)], {
+        maxBuffer: 16 * 1024 * 1024,
+        env: { ...process.env, RM_CLUSTER_SIZE: String(size) },
+      });
     } catch (error) {
       await cluster.stop();
       const { stderr } = error as { stderr?: string };

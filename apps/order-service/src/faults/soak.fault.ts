@@ -28,7 +28,6 @@ async function rssOf(pid: number): Promise<number | undefined> {
 export function soakFault(faults: readonly Fault[], orders: number, load: OrderLoad): Fault {
   return {
     name: 'soak',
-    restartsBroker: true,
     description: `${orders} orders while random faults fire every 20 to 40 s`,
     machineWide: faults.some((fault) => fault.machineWide),
     async inject(context) {

@@ -13,6 +13,7 @@ import { errorMessage } from '../util/error-text';
 import { MessagingMetrics } from '../metrics/messaging-metrics.service';
 import { traceSend } from '../tracing/messaging-tracer';
 import { PublisherConnection } from './publisher-connection.service';
+import { withOrderingBucket } from '../ordering/ordering-bucket';
 
 /** Refusals in a row, with no confirm between them, after which the channel is suspected and replaced. */
 const REFUSALS_BEFORE_REOPEN = 20;
@@ -146,7 +147,7 @@ export class ConfirmPublisher {
             message.exchange,
             message.routingKey,
             message.body,
-            { ...message.properties, ...mode },
+            { ...withOrderingBucket(message.properties), ...mode },
             (error: unknown) => {
               clearTimer();
               const refused = error instanceof Error && /nack/i.test(error.message);

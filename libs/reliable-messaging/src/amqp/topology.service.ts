@@ -13,7 +13,7 @@ import { withDeclarationChannel } from './declaration-channel';
 /**
  * Declares what the consumers need: the events exchange (topic), the dead-letter exchange (direct, keyed by
  * source queue), and for each consumer its durable queue, its dead-letter queue and their bindings, its binding
- * to the retry deliver exchange (DelayTopology), when it orders by key its consistent-hash exchange
+ * to the retry deliver exchange (DelayTopology), when it orders by key its key exchange
  * (OrderingTopology), and when it has lanes their router (LaneTopology). Run at startup and after every reconnect, after the retry delay levels; a consumer whose
  * subscription the server cancelled declares its own part again. A queue that exists with other arguments fails
  * with TopologyMismatchError.
@@ -89,6 +89,7 @@ export class TopologyService {
     await this.delays.bindConsumer(channel, consumer);
     await this.ordering.declare(model, channel, consumer);
     await this.lanes.declare(model, channel, consumer);
+    await this.ordering.retire(channel, consumer);
   }
 
   /**

@@ -294,7 +294,7 @@ describe('planConsumers', () => {
       partitions: 3,
       partition: 2,
       baseQueue: 'billing',
-      hashExchange: 'billing',
+      keyExchange: 'billing.by-key.3',
       sourceBindings: ['order.placed'],
     });
     expect(plans[2].queueArguments).toMatchObject({
@@ -386,7 +386,7 @@ describe('planConsumers', () => {
       partitions: 2,
       partition: 1,
       baseQueue: 'receipt.bulk',
-      hashExchange: 'receipt.bulk',
+      keyExchange: 'receipt.bulk.by-key.2',
       sourceBindings: [],
     });
   });

@@ -56,10 +56,9 @@ export class EnvelopeFactory {
     headers[HEADERS.occurredAt] = (options.occurredAt ?? new Date()).toISOString();
     const causationId = options.causationId ?? handled?.messageId;
     if (causationId) headers[HEADERS.causationId] = causationId;
-    // NOTE: the broker reads this one even where it repeats the message id: a key-ordered consumer's
-    // consistent-hash exchange hashes on this header, and RabbitMQ routes every
-    // message without it to one fixed partition (or, on some versions, fails the publish). A message without a
-    // key of its own gets its id: ordered only with itself, spread evenly over the partitions.
+    // NOTE: written even where it repeats the message id: the publisher routes on its bucket (ordering-bucket.ts),
+    // so a message without a key of its own is ordered only with itself and spread evenly over the partitions of
+    // a key-ordered consumer.
     headers[HEADERS.orderingKey] = orderingKey ?? messageId;
     if (lane !== undefined) headers[HEADERS.lane] = this.lanes.check(type, lane);
     const priority = optionalPriority(type, options.priority);

@@ -10,7 +10,7 @@ export const QUORUM_PRIORITIES_SINCE = [4, 0] as const;
 /**
  * Declares what a consumer with lanes needs besides its lane queues: the router `<queue>.lanes`, a headers
  * exchange whose alternate exchange is the fanout `<queue>.lanes.default`; each lane queue (or, for a lane
- * ordered by key, its consistent-hash exchange) bound to the router on `rm-lane = <lane>`, the default lane's
+ * ordered by key, its key exchange) bound to the router on `rm-lane = <lane>`, the default lane's
  * also to the fallback; and, with the last lane, the router bound to the events exchange with the consumer's
  * routing keys, so routing starts once every lane is bound.
  * A message whose `rm-lane` names none of the consumer's lanes, or that has none, matches no binding of the
@@ -32,11 +32,11 @@ export class LaneTopology {
     const byLane = { 'x-match': 'all', [HEADERS.lane]: lane.name };
     const ordering = consumer.ordering;
     if (ordering.mode === 'key') {
-      // A key-ordered lane's partitions are fed by its consistent-hash exchange (OrderingTopology), bound here
-      // once its ring is complete, with its last partition.
+      // A key-ordered lane's partitions are fed by its key exchange (OrderingTopology), bound here once every
+      // bucket has its partition, with the last partition.
       if (ordering.partition !== ordering.partitions - 1) return;
-      await channel.bindExchange(ordering.hashExchange, lane.router, '', byLane);
-      if (lane.isDefault) await channel.bindExchange(ordering.hashExchange, lane.fallback, '');
+      await channel.bindExchange(ordering.keyExchange, lane.router, '', byLane);
+      if (lane.isDefault) await channel.bindExchange(ordering.keyExchange, lane.fallback, '');
     } else {
       await channel.bindQueue(consumer.queue, lane.router, '', byLane);
       if (lane.isDefault) await channel.bindQueue(consumer.queue, lane.fallback, '');

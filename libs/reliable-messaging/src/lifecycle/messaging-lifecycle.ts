@@ -41,7 +41,7 @@ const PAST_DEADLINE_GRACE_MS = 1000;
  *    subscribes to the DataSource, so a commit that wrote outbox rows wakes a relay;
  * 2. the consumer connection connects and declares the topology: the retry delay levels, then the exchanges and
  *    each consumer's queues, its binding to the retry deliver exchange and, when it orders by key, its
- *    consistent-hash exchange. Nothing is published before the exchanges exist;
+ *    key exchange. Nothing is published before the exchanges exist;
  * 3. the publisher connection connects and opens the confirm channel that retries, dead letters, the relay and
  *    MessagePublisher publish on;
  * 4. the outbox relay and the outbox pruner start where this process relays, the inbox pruner where a consumer

@@ -145,7 +145,7 @@ describe('planConsumerOrdering', () => {
         partitions: 3,
         partition,
         baseQueue: 'billing.order-placed',
-        hashExchange: 'billing.order-placed',
+        keyExchange: 'billing.order-placed.by-key.3',
         sourceBindings: ['order.placed', 'order.amended'],
       });
     }

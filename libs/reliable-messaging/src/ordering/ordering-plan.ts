@@ -1,6 +1,6 @@
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { ConsumeOptions } from '../options/consume.options';
-import { partitionQueueName, type ConsumerOrdering } from './consumer-ordering';
+import { keyExchangeName, partitionQueueName, type ConsumerOrdering } from './consumer-ordering';
 import type { ResolvedOrderingOption } from '../options/ordering.options';
 import { orderedIntake } from '../intake/ordered-intake';
 
@@ -26,11 +26,8 @@ export const ORDERED_DEFAULT_PREFETCH = 1;
  *   delivered again.
  * - `{ by: 'key', partitions: N }`: N such consumers, one per partition queue `<queue>.p000` to
  *   `<queue>.p<N-1>`, each with its own dead-letter queue. The queues are not bound to the events exchange
- *   themselves: a consistent-hash exchange named after the queue is (see OrderingTopology).
- *
- * NOTE: the partition names sort in partition order and are bound in that order. RabbitMQ rebuilds a
- * consistent-hash ring after a node restart from the bindings sorted by queue name, so the ring, and with it
- * each key's partition, comes back the same.
+ *   themselves: the key exchange `<queue>.by-key.<N>` is, which routes each ordering-key bucket to partition
+ *   `bucket mod N` (see OrderingTopology). The map is a function of the key and N alone: no broker state.
  */
 export function planConsumerOrdering(
   plan: ConsumerPlan,
@@ -78,10 +75,10 @@ export function planConsumerOrdering(
       partitions: ordering.partitions,
       partition,
       baseQueue: plan.queue,
-      hashExchange: plan.queue,
+      keyExchange: keyExchangeName(plan.queue, ordering.partitions),
       sourceBindings: plan.bindings,
     }),
   );
-  // The partitions are bound to the hash exchange only, never to the events exchange directly.
+  // The partitions are bound to the key exchange only, never to the events exchange directly.
   return partitions.map((partition) => ({ ...partition, bindings: [] }));
 }

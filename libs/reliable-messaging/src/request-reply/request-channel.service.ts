@@ -9,6 +9,7 @@ import { PendingRequests, type RequestDescription } from './pending-requests';
 import { DIRECT_REPLY_TO, readReply } from './reply-message';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
+import { withOrderingBucket } from '../ordering/ordering-bucket';
 
 /** A reply channel and the requests sent on it, whose replies can only come back on it. */
 interface ReplyChannel {
@@ -69,7 +70,7 @@ export class RequestChannel {
           message.routingKey,
           message.body,
           {
-            ...message.properties,
+            ...withOrderingBucket(message.properties),
             replyTo: DIRECT_REPLY_TO,
             expiration: String(timeoutMs),
             mandatory: true,

@@ -219,15 +219,24 @@ export class InMemoryBroker {
     if (!exchange.bindings.some(same)) exchange.bindings.push({ destination, toExchange, pattern, args });
   }
 
-  /** Routes a message; returns the queues it reached (none: unroutable), or the reply name it was delivered to. */
-  publish(exchange: string, routingKey: string, content: Buffer, properties: MessageProperties): string[] {
+  /**
+   * Routes a message by `routingKey` and `alsoRoutedBy` (the keys of its `CC` and `BCC` headers); returns the
+   * queues it reached (none: unroutable), or the reply name it was delivered to.
+   */
+  publish(
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    properties: MessageProperties,
+    alsoRoutedBy: readonly string[] = [],
+  ): string[] {
     if (exchange === '' && routingKey.startsWith(`${DIRECT_REPLY_TO}.`)) {
       const consumer = this.replyConsumers.get(routingKey);
       consumer?.(content, { ...properties, headers: { ...properties.headers } }, routingKey);
       return consumer ? [routingKey] : [];
     }
     const reached = new Set<string>();
-    this.routeInto(exchange, routingKey, properties.headers ?? {}, reached, new Set());
+    this.routeInto(exchange, [routingKey, ...alsoRoutedBy], properties.headers ?? {}, reached, new Set());
     this.emit({ kind: 'published', exchange, routingKey, content, properties, queues: [...reached] });
     for (const name of reached) {
       this.enqueue(this.queueNamed(name), {
@@ -323,7 +332,7 @@ export class InMemoryBroker {
 
   private routeInto(
     name: string,
-    routingKey: string,
+    routingKeys: readonly string[],
     headers: Readonly<Record<string, unknown>>,
     reached: Set<string>,
     visited: Set<string>,
@@ -332,13 +341,13 @@ export class InMemoryBroker {
     visited.add(name);
     const exchange = this.exchanges.get(name);
     if (!exchange) throw new AmqpError(404, `NOT_FOUND - no exchange '${name}' in vhost '/'`);
-    const bindings = route(exchange.type, exchange.bindings, routingKey, headers);
+    const bindings = route(exchange.type, exchange.bindings, routingKeys, headers);
     for (const binding of bindings) {
-      if (binding.toExchange) this.routeInto(binding.destination, routingKey, headers, reached, visited);
+      if (binding.toExchange) this.routeInto(binding.destination, routingKeys, headers, reached, visited);
       else reached.add(binding.destination);
     }
     if (bindings.length === 0 && exchange.alternate && this.exchanges.has(exchange.alternate)) {
-      this.routeInto(exchange.alternate, routingKey, headers, reached, visited);
+      this.routeInto(exchange.alternate, routingKeys, headers, reached, visited);
     }
   }
 

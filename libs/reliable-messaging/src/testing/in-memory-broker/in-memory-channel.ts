@@ -135,7 +135,10 @@ export class InMemoryChannel extends EventEmitter {
     const confirm = this.confirms && callback ? this.awaitingConfirm(callback) : undefined;
     let reached: string[];
     try {
-      reached = this.broker.publish(exchange, routingKey, content, properties);
+      reached = this.broker.publish(exchange, routingKey, content, properties, [
+        ...routingKeysOf(options.CC),
+        ...routingKeysOf(options.BCC),
+      ]);
     } catch (error) {
       this.fail(error);
       return true;
@@ -375,11 +378,22 @@ function fieldsOf(message: StoredMessage, deliveryTag: number) {
   };
 }
 
+/** The routing keys a `CC` or `BCC` publish option adds. */
+function routingKeysOf(keys: string | readonly string[] | undefined): string[] {
+  if (keys === undefined) return [];
+  return typeof keys === 'string' ? [keys] : [...keys];
+}
+
+/** The properties a message is stored with: as RabbitMQ delivers them, `CC` kept in the headers and `BCC` not. */
 function toProperties(options: Options.Publish): MessageProperties {
+  const cc = routingKeysOf(options.CC);
   return {
     contentType: options.contentType,
     contentEncoding: options.contentEncoding,
-    headers: { ...(options.headers as Record<string, unknown> | undefined) },
+    headers: {
+      ...(options.headers as Record<string, unknown> | undefined),
+      ...(cc.length > 0 ? { CC: cc } : {}),
+    },
     deliveryMode: options.persistent ? 2 : options.deliveryMode,
     priority: options.priority,
     correlationId: options.correlationId,

@@ -1,7 +1,5 @@
-import { createHash } from 'node:crypto';
-
 /** The exchange types the in-memory broker routes as RabbitMQ does. */
-export type ExchangeType = 'direct' | 'topic' | 'fanout' | 'headers' | 'x-consistent-hash';
+export type ExchangeType = 'direct' | 'topic' | 'fanout' | 'headers';
 
 /** A binding from an exchange to a queue or to another exchange. */
 export interface Binding {
@@ -41,37 +39,23 @@ export function headersMatch(
 }
 
 /**
- * The bindings of an exchange a message goes to: by type, as RabbitMQ routes. A consistent-hash exchange picks
- * one binding by the routing key's hash, weighted by each binding's pattern (a number of points on the ring).
+ * The bindings of an exchange a message goes to, by type, as RabbitMQ routes: a binding matches when any of the
+ * message's routing keys does (its own, then those of its `CC` and `BCC` headers), and counts once.
  */
 export function route(
   type: ExchangeType,
   bindings: readonly Binding[],
-  routingKey: string,
+  routingKeys: readonly string[],
   headers: Readonly<Record<string, unknown>>,
 ): Binding[] {
   switch (type) {
     case 'fanout':
       return [...bindings];
     case 'direct':
-      return bindings.filter((binding) => binding.pattern === routingKey);
+      return bindings.filter((binding) => routingKeys.includes(binding.pattern));
     case 'topic':
-      return bindings.filter((binding) => topicMatches(binding.pattern, routingKey));
+      return bindings.filter((binding) => routingKeys.some((key) => topicMatches(binding.pattern, key)));
     case 'headers':
       return bindings.filter((binding) => headersMatch(binding.args, headers));
-    case 'x-consistent-hash':
-      return pickByHash(bindings, routingKey);
   }
-}
-
-function pickByHash(bindings: readonly Binding[], routingKey: string): Binding[] {
-  const weights = bindings.map((binding) => Math.max(0, Number.parseInt(binding.pattern, 10) || 0));
-  const total = weights.reduce((sum, weight) => sum + weight, 0);
-  if (total === 0) return [];
-  let point = createHash('sha1').update(routingKey).digest().readUInt32BE(0) % total;
-  for (let i = 0; i < bindings.length; i++) {
-    if (point < weights[i]) return [bindings[i]];
-    point -= weights[i];
-  }
-  return [];
 }
