@@ -55,6 +55,8 @@ const LATENCY_RATE = Number(process.env.BENCH_TX_LATENCY_RATE ?? 200);
 const LATENCY_MESSAGES = Number(
   process.env.BENCH_TX_LATENCY_MESSAGES ?? Math.min(MESSAGES, 2 * LATENCY_RATE),
 );
+/** How long a run may handle nothing before the suite gives up on it: `BENCH_TX_STALL_MS`, else 60 s. */
+const STALL_MS = Number(process.env.BENCH_TX_STALL_MS ?? 60_000);
 /** The routing key every message goes out with (the message type). */
 const ROUTING_KEY = 'bench.order-placed';
 
@@ -80,6 +82,28 @@ class Recorder {
 
   sent(key: string): void {
     this.sentAt.set(key, performance.now());
+  }
+
+  /** Resolves once every message was handled; rejects, saying how many were, when none was for STALL_MS. */
+  async settled(): Promise<void> {
+    let stalled: NodeJS.Timeout | undefined;
+    const stall = new Promise<never>((_, reject) => {
+      let last = -1;
+      const look = (): void => {
+        if (this.progress.count === last) {
+          reject(new Error(`handled ${this.progress.count} of ${this.expected}, none for ${STALL_MS} ms`));
+          return;
+        }
+        last = this.progress.count;
+        stalled = setTimeout(look, STALL_MS);
+      };
+      look();
+    });
+    try {
+      await Promise.race([this.progress.finished, stall]);
+    } finally {
+      clearTimeout(stalled);
+    }
   }
 
   handled(key: string): void {
@@ -195,7 +219,7 @@ async function resetTables(dataSource: DataSource): Promise<void> {
 
 /** Rows of a table the checks count. */
 async function count(dataSource: DataSource, sql: string): Promise<number> {
-  const [row] = (await dataSource.query(`SELECT count(*)::int AS n FROM ${sql}`)) as Array<{ n: number }>;
+  const [row] = await dataSource.query<Array<{ n: number }>>(`SELECT count(*)::int AS n FROM ${sql}`);
   return row.n;
 }
 
@@ -254,6 +278,8 @@ async function consumerCase(
   dataSource.subscribers.push(watcher);
   const app = moduleConsumerApp(kind, exchange, moduleQueue, dataSource, watcher);
   const pool = new pg.Pool({ connectionString: db.url, max: CONCURRENCY });
+  // Its own connection, as the module's consumer has: deliveries and acks do not share a socket with the load.
+  const consumerConnection = await rawConnection(`${handQueue}.consumer`);
   let current: Recorder | undefined;
   const result: TransactionalCase = {
     name: kind,
@@ -276,7 +302,7 @@ async function consumerCase(
     const handWritten = async (recorder: Recorder, load: () => Promise<void>): Promise<void> => {
       current = recorder;
       const consumer = new TransactionalConsumer({
-        connection,
+        connection: consumerConnection,
         pool,
         queue: handQueue,
         consumer: handQueue,
@@ -285,14 +311,14 @@ async function consumerCase(
         handled: (message) => current?.handled(message.idempotencyKey),
       });
       await consumer.start();
-      await Promise.all([load(), recorder.progress.finished]);
+      await Promise.all([load(), recorder.settled()]);
       await consumer.stop();
       current = undefined;
     };
     const byModule = async (recorder: Recorder, load: () => Promise<void>): Promise<void> => {
       watcher.current = recorder;
       const context = await boot(app);
-      await Promise.all([load(), recorder.progress.finished]);
+      await Promise.all([load(), recorder.settled()]);
       await context.close();
       watcher.current = undefined;
     };
@@ -345,6 +371,7 @@ async function consumerCase(
     return result;
   } finally {
     dataSource.subscribers.splice(dataSource.subscribers.indexOf(watcher), 1);
+    await consumerConnection.close();
     await pool.end();
     await resetTables(dataSource);
   }
@@ -479,7 +506,7 @@ async function relayCase(
         const before = subject.published();
         await subject.write(0, MESSAGES);
         const end = startRun(MESSAGES);
-        await until(() => subject.published() >= before + MESSAGES, subject.published);
+        await until(() => subject.published() >= before + MESSAGES, subject.published, STALL_MS);
         const measurement: Measurement = end();
         subject.into.runs.push(measurement);
         const { messageCount } = await setup.checkQueue(sink);
@@ -524,7 +551,7 @@ async function relayLatency(
   const { consumerTag } = await channel.consume(
     sink,
     (message) => {
-      const key = message?.properties.headers?.['rm-idempotency-key'];
+      const key: unknown = message?.properties.headers?.['rm-idempotency-key'];
       if (typeof key !== 'string') return;
       if (committed.delete(key)) recorder.handled(key);
       else arrivedFirst.add(key);
@@ -542,7 +569,7 @@ async function relayLatency(
       recorder.sent(key);
     }
   });
-  await recorder.progress.finished;
+  await recorder.settled();
   await channel.cancel(consumerTag);
   await channel.close();
   return recorder.latenciesMs;
