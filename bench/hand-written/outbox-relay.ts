@@ -10,6 +10,7 @@ const RETRY_CAP_MS = 5_000;
 /** A claimed outbox row. */
 export interface OutboxRow {
   id: string;
+  message_id: string;
   exchange: string;
   routing_key: string;
   properties: Options.Publish;
@@ -36,7 +37,7 @@ export interface OutboxRelayOptions {
  * round that meets a key's rows takes them in id order.
  */
 const CLAIM =
-  'SELECT id, exchange, routing_key, properties, body, ordering_key FROM hw_outbox ' +
+  'SELECT id, message_id, exchange, routing_key, properties, body, ordering_key FROM hw_outbox ' +
   `WHERE status = 'pending' AND (ordering_key IS NULL OR ` +
   '((hashtext(ordering_key) & 2147483647) % $2 = $3 ' +
   `AND pg_try_advisory_xact_lock(${KEY_LOCK_NAMESPACE}, hashtext(ordering_key)))) ` +
@@ -56,6 +57,8 @@ export class OutboxRelay {
   published = 0;
   private stopped = false;
   private readonly waiting = new Set<() => void>();
+  /** Workers woken while in a round: each goes round once more before it idles, so no commit waits for a poll. */
+  private readonly wokenWhileBusy = new Set<number>();
   private loop?: Promise<void>;
   private channel?: Promise<ConfirmChannel>;
   /** Message ids the broker returned as unroutable since they were published. */
@@ -72,6 +75,7 @@ export class OutboxRelay {
 
   /** Makes every idle worker look for rows now: called after a transaction that wrote rows committed. */
   wake(): void {
+    for (let index = 0; index < this.options.workers; index++) this.wokenWhileBusy.add(index);
     for (const resume of [...this.waiting]) resume();
   }
 
@@ -87,6 +91,7 @@ export class OutboxRelay {
   private async work(index: number): Promise<void> {
     for (let failures = 0; !this.stopped;) {
       let round: { claimed: number; confirmed: number };
+      this.wokenWhileBusy.delete(index);
       try {
         round = await this.round(index);
       } catch (error) {
@@ -99,7 +104,9 @@ export class OutboxRelay {
         continue;
       }
       failures = 0;
-      if (round.claimed < this.options.batchSize) await this.idle(this.options.pollMs);
+      if (round.claimed < this.options.batchSize && !this.wokenWhileBusy.has(index)) {
+        await this.idle(this.options.pollMs);
+      }
     }
   }
 
@@ -149,7 +156,8 @@ export class OutboxRelay {
     const channel = await this.confirmChannel();
     const confirms: Array<Promise<string | undefined>> = [];
     for (const row of rows) {
-      const messageId = row.properties.messageId;
+      // The message id tells a basic.return (which carries no delivery tag) to its row.
+      const messageId = row.properties.messageId ?? row.message_id;
       let written = true;
       confirms.push(
         new Promise<string | undefined>((resolve) => {
@@ -157,10 +165,10 @@ export class OutboxRelay {
             row.exchange,
             row.routing_key,
             row.body,
-            { ...row.properties, mandatory: true },
+            { ...row.properties, messageId, mandatory: true },
             (error: unknown) => {
               // The broker sends basic.return before the basic.ack of an unroutable message.
-              const unroutable = messageId !== undefined && this.returned.delete(messageId);
+              const unroutable = this.returned.delete(messageId);
               resolve(error || unroutable ? undefined : row.id);
             },
           );

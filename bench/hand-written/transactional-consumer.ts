@@ -4,6 +4,12 @@ import type { Pool, PoolClient } from 'pg';
 /** Longest idempotency key accepted, as the module's envelope reader caps it. */
 const MAX_KEY_LENGTH = 200;
 
+/**
+ * How long a failed delivery is held before it is requeued: the broker would otherwise redeliver it at once, in a
+ * tight loop while the database is down.
+ */
+const REQUEUE_DELAY_MS = 1000;
+
 /** What the consumer takes from a delivery before it opens a transaction. */
 export interface DecodedMessage {
   idempotencyKey: string;
@@ -36,9 +42,9 @@ const INBOX_INSERT =
 /**
  * The transactional consumer a careful team writes by hand with `pg` and `amqplib`: per delivery, one
  * transaction that inserts the inbox row (ON CONFLICT DO NOTHING: a duplicate inserts nothing and skips the
- * work), runs the work, commits, and only then acknowledges. Any failure rolls back and requeues, so a message is
- * never acknowledged without its effects committed, and a redelivery after a crash between commit and ack finds
- * the inbox row and does nothing twice. A concurrent copy of the same key waits on the first one's uncommitted
+ * work), runs the work, commits, and only then acknowledges. Any failure rolls back and requeues (after a
+ * pause), so a message is never acknowledged without its effects committed, and a redelivery after a crash
+ * between commit and ack finds the inbox row and does nothing twice. A concurrent copy of the same key waits on the first one's uncommitted
  * row, so exactly one of them does the work. A delivery that cannot be decoded is rejected without requeue (the
  * queue's dead-letter exchange takes it): it could never succeed.
  */
@@ -87,6 +93,7 @@ export class TransactionalConsumer {
       console.error(
         `${this.options.consumer}: message ${message.messageId} failed, requeued: ${String(error)}`,
       );
+      await new Promise((resolve) => setTimeout(resolve, REQUEUE_DELAY_MS));
       channel.nack(delivery, false, true);
       return;
     }
