@@ -4,7 +4,7 @@ module.exports = {
   extensionsToTreatAsEsm: ['.ts'],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
   rootDir: '.',
-  roots: ['<rootDir>/libs', '<rootDir>/apps', '<rootDir>/test', '<rootDir>/scripts'],
+  roots: ['<rootDir>/libs', '<rootDir>/apps', '<rootDir>/test', '<rootDir>/scripts', '<rootDir>/bench'],
   testRegex: '.*\\.(spec|e2e-spec)\\.ts$',
   // The cluster failover spec starts a 3-node RabbitMQ cluster (30 s to 2 min): `npm run test:cluster` runs it.
   testPathIgnorePatterns: ['/node_modules/', '/test/cluster-failover\\.e2e-spec\\.ts$'],

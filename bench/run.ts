@@ -17,6 +17,7 @@ import { peersSuite } from './peers.bench';
 import { envelopeSuite } from './envelope.bench';
 import { memorySuite } from './memory.bench';
 import { ordersSuite } from './orders.bench';
+import { transactionalSuite } from './transactional.bench';
 
 /** Every suite, run one after the other; add a new suite here. `BENCH_SUITES=consume,publish` picks some. */
 const SUITES: Suite[] = [
@@ -28,6 +29,7 @@ const SUITES: Suite[] = [
   envelopeSuite,
   peersSuite,
   ordersSuite,
+  transactionalSuite,
   memorySuite,
 ];
 

@@ -32,6 +32,7 @@ module.exports.ALONE = [
   'test/outbox-relay-concurrency.e2e-spec.ts',
   'test/bench-peers.e2e-spec.ts',
   'test/bench-orders.e2e-spec.ts',
+  'test/bench-transactional.e2e-spec.ts',
   'test/dead-letter-memory.e2e-spec.ts',
   'test/admin-auth.e2e-spec.ts',
 ];

@@ -1,0 +1,63 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { ChildApp } from './support/child-app';
+
+/** The compiled benchmark runner (`npm run bench`). */
+const BENCH = 'dist/bench/run.js';
+
+const MESSAGES = 200;
+const LATENCY_MESSAGES = 50;
+
+/** The suite's cases, in the order it runs them. */
+const CASES = ['inbox-only', 'consume-update-outbox', 'relay-no-keys', 'relay-100-keys'];
+
+/**
+ * The transactional benchmark's quick form against the real broker and database: each case runs once through
+ * the module and once through the hand-written code (bench/hand-written/), every message must be handled by
+ * both (the suite counts the inbox and outbox rows, the queue's messages and the rows left pending, and fails
+ * on any shortfall), and one comparison line per case is printed. No timing is asserted.
+ */
+describe('the transactional benchmark, quick form (BENCH_SUITES=transactional npm run bench)', () => {
+  afterAll(() => ChildApp.killAll());
+
+  it('handles every message through the module and the hand-written code in each case and prints the four comparison lines', async () => {
+    const bench = ChildApp.start(BENCH, {
+      env: {
+        BENCH_SUITES: 'transactional',
+        BENCH_MESSAGES: String(MESSAGES),
+        BENCH_ROUNDS: '1',
+        BENCH_TX_LATENCY_MESSAGES: String(LATENCY_MESSAGES),
+        BENCH_NAME_PREFIX: process.env.BENCH_NAME_PREFIX ?? 'rm-e2e-bench-',
+      },
+    });
+
+    const exit = await bench.waitForExit(300_000);
+
+    expect({ exit, output: bench.lines.slice(-40) }).toMatchObject({ exit: { code: 0 } });
+    const handled = bench.stdout
+      .map((line) =>
+        /^transactional: ([\w-]+), round 1: (module|hand-written) handled (\d+) of (\d+) \(/.exec(line),
+      )
+      .filter((match) => match !== null)
+      .map(([, name, who, count, of]) => ({ name, who, handled: Number(count), of: Number(of) }));
+    expect(handled).toEqual(
+      CASES.flatMap((name) => [
+        { name, who: 'hand-written', handled: MESSAGES, of: MESSAGES },
+        { name, who: 'module', handled: MESSAGES, of: MESSAGES },
+      ]),
+    );
+    const comparisons = bench.stdout
+      .map((line) =>
+        /^transactional: ([\w-]+) module\/hand-written (\d+\.\d\d)x cpu (\d+\.\d\d)x$/.exec(line),
+      )
+      .filter((match) => match !== null)
+      .map(([, name, throughput, cpu]) => ({ name, throughput: Number(throughput), cpu: Number(cpu) }));
+    expect(comparisons.map((line) => line.name)).toEqual(CASES);
+    for (const line of comparisons) {
+      expect(line.throughput).toBeGreaterThan(0);
+      expect(line.cpu).toBeGreaterThan(0);
+    }
+    // The suite's table, then the same table under "All suites".
+    const tableLines = bench.stdout.filter((line) => CASES.some((name) => line.startsWith(`| ${name}: `)));
+    expect(tableLines).toHaveLength(2 * CASES.length);
+  }, 360_000);
+});
