@@ -1,8 +1,9 @@
 // @ts-check
 /**
  * Runs the end-to-end specs (`npm test`'s last step) in two groups: first every spec that can share the broker
- * and PostgreSQL with another, two at a time, then the specs of `test/support/e2e-groups.cjs` one at a time.
- * Both groups always run; the exit code is non-zero when either failed. Ends with one `Tests: …` line for the
+ * and PostgreSQL with another, two at a time, then the specs of `test/support/e2e-groups.cjs` one at a time
+ * (its OWN_PROCESS ones each in a Jest process of its own, last). Both groups always run; the exit code is
+ * non-zero when either failed. Ends with one `Tests: …` line for the
  * two groups together, which CI reads.
  *
  * `--group=shared` or `--group=alone` runs one group only; other arguments go to Jest (e.g. `--verbose`).
@@ -15,10 +16,10 @@ import { join } from 'node:path';
 import process from 'node:process';
 
 const require = createRequire(import.meta.url);
-/** @type {{ ALONE: string[] }} */
-const { ALONE } = require('../test/support/e2e-groups.cjs');
+/** @type {{ ALONE: string[], OWN_PROCESS: string[] }} */
+const { ALONE, OWN_PROCESS } = require('../test/support/e2e-groups.cjs');
 
-const missing = ALONE.filter((path) => !existsSync(path));
+const missing = [...ALONE, ...OWN_PROCESS].filter((path) => !existsSync(path));
 if (missing.length > 0) {
   process.stderr.write(`test/support/e2e-groups.cjs names specs that do not exist: ${missing.join(', ')}\n`);
   process.exit(2);
@@ -61,10 +62,15 @@ const shared =
         '--testPathIgnorePatterns',
         '/node_modules/',
         '/test/cluster-failover\\.e2e-spec\\.ts$',
-        ...ALONE.map((path) => `/${escape(path)}$`),
+        ...[...ALONE, ...OWN_PROCESS].map((path) => `/${escape(path)}$`),
       ]);
 const alone =
-  group === 'shared' ? 0 : jest('one at a time', ['--maxWorkers=1', '--runTestsByPath', ...ALONE]);
+  group === 'shared'
+    ? 0
+    : ([
+        jest('one at a time', ['--maxWorkers=1', '--runTestsByPath', ...ALONE]),
+        ...OWN_PROCESS.map((path) => jest(`${path}, in a process of its own`, ['--runTestsByPath', path])),
+      ].find((status) => status !== 0) ?? 0);
 
 const counts = { passed: 0, failed: 0, skipped: 0 };
 if (existsSync(countsFile)) {
