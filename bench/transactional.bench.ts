@@ -454,25 +454,49 @@ async function relayCase(
   };
   handRelay.start();
   try {
-    const writeByHand = async (from: number, total: number): Promise<void> => {
+    // The backlog of a throughput run: MESSAGES rows in one statement, as a service writing one message per
+    // transaction leaves them. Written through publish() in one transaction instead, the module's rows without a key
+    // would share one (a transaction's messages go out in their order; see docs/outbox-and-inbox.md), and the run would
+    // measure one key's rows.
+    const fill = async (table: 'hw_outbox' | 'rm_outbox', total: number): Promise<void> => {
+      const columns: unknown[][] = [[], [], [], [], [], []];
+      for (let n = 0; n < total; n++) {
+        const { body, properties } = rawEnvelope(n);
+        const values = [
+          properties.messageId,
+          exchange,
+          ROUTING_KEY,
+          JSON.stringify(properties),
+          body,
+          orderingKey(n) ?? null,
+        ];
+        values.forEach((value, column) => columns[column].push(value));
+      }
+      await pool.query(
+        `INSERT INTO ${table} (message_id, exchange, routing_key, properties, body, ordering_key) ` +
+          'SELECT m, e, r, p, b, k FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::bytea[], $6::text[]) ' +
+          'WITH ORDINALITY AS batch (m, e, r, p, b, k, position) ORDER BY position',
+        columns,
+      );
+    };
+    // The rows of a latency run: one per transaction, each written as its side writes it.
+    const commitByHand = async (n: number): Promise<void> => {
       const client = await pool.connect();
       try {
+        const { body, properties } = rawEnvelope(n);
         await client.query('BEGIN');
-        for (let n = from; n < from + total; n++) {
-          const { body, properties } = rawEnvelope(n);
-          await client.query({
-            name: 'hw_outbox_insert',
-            text: OUTBOX_INSERT,
-            values: [
-              properties.messageId,
-              exchange,
-              ROUTING_KEY,
-              JSON.stringify(properties),
-              body,
-              orderingKey(n) ?? null,
-            ],
-          });
-        }
+        await client.query({
+          name: 'hw_outbox_insert',
+          text: OUTBOX_INSERT,
+          values: [
+            properties.messageId,
+            exchange,
+            ROUTING_KEY,
+            JSON.stringify(properties),
+            body,
+            orderingKey(n) ?? null,
+          ],
+        });
         await client.query('COMMIT');
       } catch (error) {
         await client.query('ROLLBACK').catch(() => undefined);
@@ -482,24 +506,24 @@ async function relayCase(
       }
       handRelay.wake();
     };
-    const writeByModule = async (from: number, total: number): Promise<void> => {
+    const commitByModule = async (n: number): Promise<void> => {
       await relaySource.transaction(async (manager) => {
-        for (let n = from; n < from + total; n++) {
-          await publisher.publish(benchMessage(n), { manager, orderingKey: orderingKey(n) });
-        }
+        await publisher.publish(benchMessage(n), { manager, orderingKey: orderingKey(n) });
       });
     };
     const subjects = [
       {
         who: 'hand-written',
-        write: writeByHand,
+        fill: () => fill('hw_outbox', MESSAGES).then(() => handRelay.wake()),
+        commit: commitByHand,
         published: () => handRelay.published,
         into: result.handWritten,
         table: 'hw_outbox',
       },
       {
         who: 'module',
-        write: writeByModule,
+        fill: () => fill('rm_outbox', MESSAGES).then(() => moduleRelay.wake()),
+        commit: commitByModule,
         published: () => moduleRelay.stats.published,
         into: result.module,
         table: 'rm_outbox',
@@ -509,7 +533,7 @@ async function relayCase(
       for (const subject of subjects) {
         await resetTables(dataSource);
         const before = subject.published();
-        await subject.write(0, MESSAGES);
+        await subject.fill();
         const end = startRun(MESSAGES);
         await until(() => subject.published() >= before + MESSAGES, subject.published, STALL_MS);
         const measurement: Measurement = end();
@@ -526,7 +550,7 @@ async function relayCase(
           ok: messageCount === MESSAGES && pending === 0,
         });
         await setup.purgeQueue(sink);
-        subject.into.latenciesMs.push(...(await relayLatency(connection, sink, subject.write)));
+        subject.into.latenciesMs.push(...(await relayLatency(connection, sink, subject.commit)));
         await setup.purgeQueue(sink);
       }
     }
@@ -541,13 +565,13 @@ async function relayCase(
 }
 
 /**
- * Commit-to-arrival latency: one row per transaction at LATENCY_RATE, each timed from its commit returning to its
+ * Commit-to-arrival latency: one row per transaction (`commit(n)`) at LATENCY_RATE, each timed from its commit returning to its
  * arrival on a consumer of the sink. A message may arrive before its writer's await returns: latency 0.
  */
 async function relayLatency(
   connection: ChannelModel,
   sink: string,
-  write: (from: number, total: number) => Promise<void>,
+  commit: (n: number) => Promise<void>,
 ): Promise<number[]> {
   const recorder = new Recorder(LATENCY_MESSAGES);
   const arrivedFirst = new Set<string>();
@@ -565,7 +589,7 @@ async function relayLatency(
   );
   await paced(LATENCY_MESSAGES, LATENCY_RATE, async (n) => {
     const key = `order-${n}`;
-    await write(n, 1);
+    await commit(n);
     if (arrivedFirst.delete(key)) {
       recorder.latenciesMs.push(0);
       recorder.progress.completed();

@@ -66,6 +66,8 @@ export class ConfirmPublisher {
   private channel?: ConfirmChannel;
   private opening?: Promise<ConfirmChannel>;
   private drained: Promise<void> = Promise.resolve();
+  /** True from a write the socket buffer could not take until 'drain': `drained` is pending meanwhile. */
+  private draining = false;
   private readonly pendingById = new Map<string, Pending[]>();
   /** Why the broker closed a channel (e.g. a publish to a missing exchange), for the errors of its pending publishes. */
   private readonly closeReasons = new WeakMap<ConfirmChannel, string>();
@@ -121,10 +123,31 @@ export class ConfirmPublisher {
     }
   }
 
-  private async send(message: OutboundMessage, mode: PublishMode, inOrder?: InOrder): Promise<void> {
+  /**
+   * Writes the message and resolves on its confirm. While the channel is open, the connection unblocked and the
+   * socket buffer not full (the common case) the message is written before this returns, so that a caller sending
+   * a sequence in order (InOrder) can go on at once; otherwise it waits for them first.
+   */
+  private send(message: OutboundMessage, mode: PublishMode, inOrder?: InOrder): Promise<void> {
+    const channel = this.channel;
+    if (channel && !this.draining && !this.connection.isBlocked)
+      return this.write(channel, message, mode, inOrder);
+    return this.sendWhenReady(message, mode, inOrder);
+  }
+
+  private async sendWhenReady(message: OutboundMessage, mode: PublishMode, inOrder?: InOrder): Promise<void> {
     await this.whileBlocked(message.properties.messageId);
     const channel = await this.ready();
     await this.drained;
+    return this.write(channel, message, mode, inOrder);
+  }
+
+  private async write(
+    channel: ConfirmChannel,
+    message: OutboundMessage,
+    mode: PublishMode,
+    inOrder?: InOrder,
+  ): Promise<void> {
     if (inOrder?.channel !== undefined && inOrder.channel !== channel) {
       throw new ChannelChangedError(
         `message ${message.properties.messageId} not sent: the publisher channel changed during its ordered sequence`,
@@ -173,21 +196,26 @@ export class ConfirmPublisher {
           return;
         }
         inOrder?.written(channel);
-        if (!writable) {
-          this.drained = new Promise<void>((resume) => {
-            const done = (): void => {
-              channel.off('drain', done);
-              channel.off('close', done);
-              resume();
-            };
-            channel.once('drain', done);
-            channel.once('close', done);
-          });
-        }
+        if (!writable) this.waitForDrain(channel);
       });
     } finally {
       this.untrack(pending);
     }
+  }
+
+  /** Holds later writes until `channel` drains its socket buffer, or closes. */
+  private waitForDrain(channel: ConfirmChannel): void {
+    this.draining = true;
+    this.drained = new Promise<void>((resume) => {
+      const done = (): void => {
+        channel.off('drain', done);
+        channel.off('close', done);
+        this.draining = false;
+        resume();
+      };
+      channel.once('drain', done);
+      channel.once('close', done);
+    });
   }
 
   /**

@@ -22,8 +22,8 @@ export class HandlerDeadline {
     durationMs: number,
     /** Epoch milliseconds past which `extend()` cannot push the deadline. */
     private readonly limit: number,
-    /** The controller to abort, or a function giving it (so it is only made when needed). */
-    private readonly abort: AbortController | (() => AbortController),
+    /** What to abort (an AbortController, an attempt's AttemptAbort), or a function giving it. */
+    private readonly abort: Abortable | (() => Abortable),
     /**
      * Called once when the deadline passes, after the signal is aborted. Default: nothing.
      *
@@ -79,6 +79,11 @@ export class HandlerDeadline {
 }
 
 function ignore(): void {}
+
+/** What a deadline aborts when it passes. */
+interface Abortable {
+  abort(reason: unknown): void;
+}
 
 /**
  * Watches every running handler's deadline with one timer, armed for the earliest deadline, instead of a timer

@@ -67,9 +67,9 @@ export function inboxStage(
           }
           delivery.manager = manager;
           // The deadline may have passed while the row was written: then the handler must not start at all.
-          const abandoned = delivery.abort.signal;
-          abandoned.throwIfAborted();
-          await untilAborted(next(delivery), abandoned, () => {
+          const attempt = delivery.abort;
+          if (attempt.aborted) throw attempt.reason;
+          await untilAborted(next(delivery), attempt, () => {
             abandoning = abandon(delivery.consumer.name, manager);
           });
         },

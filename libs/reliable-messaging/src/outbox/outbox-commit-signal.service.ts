@@ -5,6 +5,7 @@ import type { ResolvedMessagingOptions } from '../options/reliable-messaging.opt
 import { sleep } from '../util/backoff';
 import { errorMessage } from '../util/error-text';
 import { OutboxRelay } from './outbox-relay.service';
+import type { OutboundMessage } from '../envelope/envelope';
 import { OUTBOX_CHANNEL } from './outbox-store.service';
 
 /**
@@ -23,6 +24,10 @@ export interface TransactionWrites {
   group?: string;
   /** The ids of its rows written without any key (one at most: a second gets both the group key). */
   ungrouped: string[];
+  /** Messages held to be written with the transaction's COMMIT (see OutboxWriter), in their order. */
+  held: OutboundMessage[];
+  /** Writes the held messages now: before a savepoint opens, so that they do not roll back with it. */
+  writeHeld?: () => Promise<void>;
 }
 
 /**
@@ -45,6 +50,8 @@ export class OutboxCommitSignal {
   /** The open transactions that wrote outbox rows, by their query runner; forgotten at commit or rollback. */
   private readonly writers = new WeakMap<QueryRunner, TransactionWrites>();
   private readonly subscriber: EntitySubscriberInterface = {
+    // TypeORM opens a savepoint for a transaction started inside one, and tells its subscribers first.
+    beforeTransactionStart: (event) => this.writers.get(event.queryRunner)?.writeHeld?.(),
     afterTransactionCommit: (event) => this.ended(event.queryRunner, true),
     afterTransactionRollback: (event) => this.ended(event.queryRunner, false),
   };

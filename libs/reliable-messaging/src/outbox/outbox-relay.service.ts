@@ -244,18 +244,21 @@ export class OutboxRelay {
         (previous.exchange !== row.message.exchange || previous.routingKey !== row.message.routingKey);
       while (!stopped && sent.length - settled > (rerouted ? 0 : window - 1)) await sent[settled++];
       if (stopped) break;
-      const written = new Promise<void>((resolve) => {
-        order.written = (channel) => {
-          order.channel = channel;
-          resolve();
-        };
-      });
+      // Mostly the confirm publisher writes the row before publishOne() returns; only when it waits (a blocked
+      // connection, a full socket buffer, a channel being opened) is the write awaited, or the row's outcome.
+      let written = false;
+      let wake: (() => void) | undefined;
+      order.written = (channel) => {
+        order.channel = channel;
+        written = true;
+        wake?.();
+      };
       const outcome = this.publishOne(row, missing, order);
       void outcome.then((result) => {
         if (stops(result)) stopped = true;
       });
       sent.push(outcome);
-      await Promise.race([written, outcome]);
+      if (!written) await Promise.race([new Promise<void>((resolve) => (wake = resolve)), outcome]);
     }
     const results = await Promise.all(sent);
     const stop = results.findIndex(stops);

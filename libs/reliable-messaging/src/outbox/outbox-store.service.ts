@@ -3,7 +3,7 @@ import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { RESOLVED_MESSAGING_OPTIONS, TRANSACTION_GROUP_PREFIX } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import type { OutboundMessage, OutboundProperties } from '../envelope/envelope';
-import { preparedQuery } from '../database/prepared-query';
+import { preparedQuery, type PreparedStatement } from '../database/prepared-query';
 import { isOutboxRowId } from './outbox-row-id';
 
 /** The channel relays LISTEN on; processes that write rows but don't relay NOTIFY it after their commits. */
@@ -179,40 +179,46 @@ export class OutboxStore {
   constructor(@Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions) {}
 
   /**
-   * Writes messages in the caller's transaction, with one statement, in their order; those without an ordering key
-   * take `group` as theirs (see rowValues). Resolves with the ids of the rows written without any key.
+   * Writes messages in the caller's transaction, with one statement (`insertStatement()`), in their order. Resolves
+   * with the ids of the rows written without any key.
    */
   async insert(
     manager: EntityManager,
     messages: readonly OutboundMessage[],
     group?: string,
   ): Promise<string[]> {
-    let rows: unknown[];
-    if (messages.length === 1) {
-      rows = await preparedQuery(
-        manager,
-        'rm_outbox_insert_returning',
-        `${INSERT_COLUMNS} VALUES ($1, $2, $3, $4, $5, $6) ${RETURNING_KEYLESS}`,
-        rowValues(messages[0], group),
-      );
-    } else {
-      // One array per column, unnested into rows. The ORDER BY on the arrays' positions makes the ids follow the
-      // messages' order, which the relay keeps per ordering key.
-      const columns: unknown[][] = [[], [], [], [], [], []];
-      for (const message of messages)
-        rowValues(message, group).forEach((value, column) => columns[column].push(value));
-      rows = await preparedQuery(
-        manager,
-        'rm_outbox_insert_many_returning',
-        `${INSERT_COLUMNS} SELECT m, e, r, p, b, k ` +
-          `FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::bytea[], $6::text[]) ` +
-          `WITH ORDINALITY AS batch (m, e, r, p, b, k, position) ORDER BY position ${RETURNING_KEYLESS}`,
-        columns,
-      );
-    }
+    const { name, text, values } = this.insertStatement(messages, group);
+    const rows = await preparedQuery(manager, name, text, values);
     return (rows as Array<{ id: string; keyless: boolean }>)
       .filter((row) => row.keyless)
       .map((row) => String(row.id));
+  }
+
+  /**
+   * The statement that inserts `messages` in their order; those without an ordering key take `group` as theirs (see
+   * rowValues). It returns each row's id and whether it was written without any key.
+   */
+  insertStatement(messages: readonly OutboundMessage[], group?: string): PreparedStatement {
+    if (messages.length === 1) {
+      return {
+        name: 'rm_outbox_insert_returning',
+        text: `${INSERT_COLUMNS} VALUES ($1, $2, $3, $4, $5, $6) ${RETURNING_KEYLESS}`,
+        values: rowValues(messages[0], group),
+      };
+    }
+    // One array per column, unnested into rows. The ORDER BY on the arrays' positions makes the ids follow the
+    // messages' order, which the relay keeps per ordering key.
+    const columns: unknown[][] = [[], [], [], [], [], []];
+    for (const message of messages)
+      rowValues(message, group).forEach((value, column) => columns[column].push(value));
+    return {
+      name: 'rm_outbox_insert_many_returning',
+      text:
+        `${INSERT_COLUMNS} SELECT m, e, r, p, b, k ` +
+        `FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::bytea[], $6::text[]) ` +
+        `WITH ORDINALITY AS batch (m, e, r, p, b, k, position) ORDER BY position ${RETURNING_KEYLESS}`,
+      values: columns,
+    };
   }
 
   /**

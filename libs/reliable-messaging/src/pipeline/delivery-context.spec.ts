@@ -3,6 +3,7 @@ import type { ConsumeMessage } from 'amqplib';
 import type { Envelope } from '../envelope/envelope';
 import { ManualSettlementError } from '../errors/manual-settlement.error';
 import { NonRetryableError } from '../errors/non-retryable.error';
+import { AttemptAbort } from './attempt-abort';
 import { DeliveryContext } from './delivery-context';
 
 const RAW = {
@@ -20,7 +21,7 @@ function context(): DeliveryContext {
     'Billing.onIssued',
     RAW,
     undefined,
-    {},
+    new AttemptAbort(),
     {},
   );
 }

@@ -4,11 +4,7 @@ import type { Envelope } from '../envelope/envelope';
 import type { MessageContext } from '../context/message-context';
 import type { HandlerDeadline } from '../flow-control/handler-deadline';
 import { ManualSettlementError, type ManualSettlementCall } from '../errors/manual-settlement.error';
-
-/** The abort controller of one attempt, made on first use: most handlers never look at their signal. */
-export interface AttemptAbort {
-  controller?: AbortController;
-}
+import type { AttemptAbort } from './attempt-abort';
 
 /**
  * What `getChannelRef()` hands a handler written for Nest's RMQ transport: a channel whose settling methods
@@ -47,7 +43,7 @@ export class DeliveryContext implements MessageContext {
   }
 
   get signal(): AbortSignal {
-    return (this.attemptAbort.controller ??= new AbortController()).signal;
+    return this.attemptAbort.signal;
   }
 
   get deadline(): Date | undefined {

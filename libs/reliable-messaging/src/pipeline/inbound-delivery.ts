@@ -4,7 +4,8 @@ import type { Envelope } from '../envelope/envelope';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { HandlerDeadline } from '../flow-control/handler-deadline';
 import type { AckBatcher } from '../consuming/ack-batcher';
-import { DeliveryContext, type AttemptAbort } from './delivery-context';
+import { AttemptAbort } from './attempt-abort';
+import { DeliveryContext } from './delivery-context';
 
 /**
  * One delivery on its way through the pipeline. Stages fill it in (the envelope and payload after decoding,
@@ -13,8 +14,8 @@ import { DeliveryContext, type AttemptAbort } from './delivery-context';
  */
 export class InboundDelivery {
   readonly receivedAt = Date.now();
-  /** The current attempt's abort controller, made on first use: most handlers never look at their signal. */
-  private attemptAbort: AttemptAbort = {};
+  /** How the current attempt is abandoned; a new one per attempt. */
+  private attemptAbort = new AttemptAbort();
   envelope?: Envelope;
   attempt = 1;
   payload?: unknown;
@@ -52,9 +53,9 @@ export class InboundDelivery {
     this.holdUntil = this.receivedAt + holdLimitMs;
   }
 
-  /** Aborts the current attempt's handler (its deadline, or shutdown past its deadline); a new one per attempt. */
-  get abort(): AbortController {
-    return (this.attemptAbort.controller ??= new AbortController());
+  /** Abandons the current attempt's handler (its deadline, or shutdown past its deadline); a new one per attempt. */
+  get abort(): AttemptAbort {
+    return this.attemptAbort;
   }
 
   get isSettled(): boolean {
@@ -120,7 +121,7 @@ export class InboundDelivery {
    */
   retryInPlace(attempt: number): void {
     this.attempt = attempt;
-    this.attemptAbort = {};
+    this.attemptAbort = new AttemptAbort();
     this.deadline = undefined;
     this.manager = undefined;
     this.handlerRun = undefined;

@@ -1,26 +1,34 @@
+/** Something that can be abandoned, and says so: an attempt's AttemptAbort. */
+export interface Abandonable {
+  readonly aborted: boolean;
+  /** Why it was abandoned; the error `untilAborted` rejects with. */
+  readonly reason: unknown;
+  /** Calls `listener` once when it is abandoned; returns a function that removes it. */
+  onAbort(listener: () => void): () => void;
+}
+
 /**
- * Settles with `work`, or rejects with the signal's reason as soon as `signal` aborts, calling `onAbort` first.
- * `work` goes on; its outcome is then ignored (it is observed, so it never becomes an unhandled rejection).
+ * Settles with `work`, or rejects with the abandon reason as soon as `abandonable` is abandoned, calling `onAbort`
+ * first. `work` goes on; its outcome is then ignored (it is observed, so it never becomes an unhandled rejection).
  */
-export function untilAborted<T>(work: Promise<T>, signal: AbortSignal, onAbort: () => void): Promise<T> {
-  if (signal.aborted) {
+export function untilAborted<T>(work: Promise<T>, abandonable: Abandonable, onAbort: () => void): Promise<T> {
+  if (abandonable.aborted) {
     work.catch(() => undefined);
     onAbort();
-    return Promise.reject(signal.reason as Error);
+    return Promise.reject(abandonable.reason);
   }
   return new Promise<T>((resolve, reject) => {
-    const aborted = (): void => {
+    const remove = abandonable.onAbort(() => {
       onAbort();
-      reject(signal.reason as Error);
-    };
-    signal.addEventListener('abort', aborted, { once: true });
+      reject(abandonable.reason);
+    });
     work.then(
       (value) => {
-        signal.removeEventListener('abort', aborted);
+        remove();
         resolve(value);
       },
       (error: unknown) => {
-        signal.removeEventListener('abort', aborted);
+        remove();
         reject(error);
       },
     );
