@@ -22,7 +22,7 @@ import {
 /** Orders of the throughput run: `BENCH_ORDERS`, else 5000. */
 const ORDERS = Number(process.env.BENCH_ORDERS ?? 5000);
 /** `POST /orders` requests in flight at once in the throughput run: `BENCH_ORDERS_CONCURRENCY`, else 30. */
-const CONCURRENCY = Number(process.env.BENCH_ORDERS_CONCURRENCY ?? 30);
+export const CONCURRENCY = Number(process.env.BENCH_ORDERS_CONCURRENCY ?? 30);
 /** Orders placed and settled before anything is measured, so the app's code is compiled and its pools full. */
 const WARM_UP_ORDERS = Math.min(300, Math.ceil(ORDERS / 10));
 /** How long the latency run offers its constant rate: `BENCH_ORDERS_LATENCY_SECONDS`, else 10. */
@@ -34,7 +34,7 @@ const CEILING_SECONDS = Number(process.env.BENCH_ORDERS_CEILING_SECONDS ?? 5);
  * measured rather than the stand-in's sleep (at its default 20 ms, the receipt consumer's 10 handlers would cap
  * receipts at about 500/s).
  */
-const RECEIPT_LATENCY_MS = process.env.BENCH_ORDERS_RECEIPT_LATENCY_MS ?? '0';
+export const RECEIPT_LATENCY_MS = process.env.BENCH_ORDERS_RECEIPT_LATENCY_MS ?? '0';
 /** How long the flow may make no progress before the run gives up. */
 const STALL_TIMEOUT_MS = 60_000;
 /** How often the benchmark looks at the app's database while waiting for the flow. */
@@ -46,6 +46,8 @@ const POLL_MS = 100;
 const STATS_FLUSH_MS = 2000;
 /** The compiled order service, beside this file in dist/. */
 const ORDER_SERVICE_MAIN = join(__dirname, '..', 'apps', 'order-service', 'src', 'main.js');
+/** Entries the order history and the activity feed record per order: each of its two status changes, twice. */
+const HISTORY_ROWS_PER_ORDER = 4;
 /** Clock ticks a second of /proc/<pid>/stat's CPU times: USER_HZ, 100 on Linux. */
 const USER_HZ = 100;
 
@@ -58,7 +60,7 @@ const ORDER_BODY = JSON.stringify({
 });
 
 /** An order the app accepted, and when its POST was sent (epoch ms, the clock the app stamps receipts with). */
-interface PlacedOrder {
+export interface PlacedOrder {
   id: string;
   postedAt: number;
 }
@@ -79,7 +81,11 @@ async function placeOrder(baseUrl: string): Promise<PlacedOrder> {
 }
 
 /** `count` orders, `concurrency` POSTs in flight at once. */
-async function placeOrders(baseUrl: string, count: number, concurrency: number): Promise<PlacedOrder[]> {
+export async function placeOrders(
+  baseUrl: string,
+  count: number,
+  concurrency: number,
+): Promise<PlacedOrder[]> {
   const placed: PlacedOrder[] = [];
   await runBounded(count, concurrency, async () => {
     placed.push(await placeOrder(baseUrl));
@@ -91,7 +97,7 @@ async function placeOrders(baseUrl: string, count: number, concurrency: number):
  * Sends a POST every 1/rate seconds for `seconds`, each on its schedule whether or not earlier ones were answered
  * (an open loop: a slow answer does not slow the offered load, so it cannot hide in the latencies).
  */
-async function offerAtRate(baseUrl: string, rate: number, seconds: number): Promise<PlacedOrder[]> {
+export async function offerAtRate(baseUrl: string, rate: number, seconds: number): Promise<PlacedOrder[]> {
   const count = Math.max(1, Math.round(rate * seconds));
   const started = performance.now();
   const sent: Promise<PlacedOrder>[] = [];
@@ -103,23 +109,47 @@ async function offerAtRate(baseUrl: string, rate: number, seconds: number): Prom
   return Promise.all(sent);
 }
 
+/** The tables an order service keeps its orders, outbox and order history in. */
+export interface FlowTables {
+  orders: string;
+  outbox: string;
+  history: string;
+}
+
+/** The order app's tables. */
+export const ORDER_APP_TABLES: FlowTables = {
+  orders: 'orders',
+  outbox: 'rm_outbox',
+  history: 'order_history',
+};
+
 /**
- * The benchmark's connection to the app's database. Each query is a transaction of its own, so the number sent
- * is subtracted from the database's commit count.
+ * The benchmark's connection to an order service's database. Each query is a transaction of its own, so the
+ * number sent is subtracted from the database's commit count.
  */
-class FlowWatcher {
+export class FlowWatcher {
   queries = 0;
 
-  constructor(private readonly client: Client) {}
+  constructor(
+    private readonly client: Client,
+    private readonly tables: FlowTables = ORDER_APP_TABLES,
+  ) {}
 
-  /** Orders with a receipt, orders shipped, and outbox rows still to relay. */
-  async progress(): Promise<{ receipts: number; shipped: number; pending: number }> {
+  /** Orders with a receipt, orders shipped, outbox rows still to relay, and entries of the order history. */
+  async progress(): Promise<{ receipts: number; shipped: number; pending: number; history: number }> {
     this.queries++;
-    const { rows } = await this.client.query<{ receipts: number; shipped: number; pending: number }>(
+    const { orders, outbox, history } = this.tables;
+    const { rows } = await this.client.query<{
+      receipts: number;
+      shipped: number;
+      pending: number;
+      history: number;
+    }>(
       `SELECT count(*) FILTER (WHERE receipt_id IS NOT NULL)::int AS receipts,
               count(*) FILTER (WHERE status = 'shipped')::int AS shipped,
-              (SELECT count(*) FROM rm_outbox WHERE status = 'pending')::int AS pending
-         FROM orders`,
+              (SELECT count(*) FROM ${outbox} WHERE status = 'pending')::int AS pending,
+              (SELECT count(*) FROM ${history})::int AS history
+         FROM ${orders}`,
     );
     return rows[0];
   }
@@ -128,7 +158,7 @@ class FlowWatcher {
   async receiptTimes(ids: string[]): Promise<Map<string, number>> {
     this.queries++;
     const { rows } = await this.client.query<{ id: string; sent: Date }>(
-      'SELECT id, receipt_sent_at AS sent FROM orders WHERE id = ANY($1::uuid[]) AND receipt_sent_at IS NOT NULL',
+      `SELECT id, receipt_sent_at AS sent FROM ${this.tables.orders} WHERE id = ANY($1::uuid[]) AND receipt_sent_at IS NOT NULL`,
       [ids],
     );
     return new Map(rows.map((row) => [row.id, row.sent.getTime()]));
@@ -136,21 +166,26 @@ class FlowWatcher {
 
   /**
    * Resolves once `total` orders have their receipt and, with `settled`, are shipped with nothing left in the
-   * outbox; rejects when nothing moved for STALL_TIMEOUT_MS.
+   * outbox and every status change in the order history and the activity feed; rejects when nothing moved for
+   * STALL_TIMEOUT_MS.
    */
   async waitFor(total: number, settled: boolean, app: OrderServiceProcess): Promise<void> {
     let last = '';
     let lastChange = Date.now();
     for (;;) {
       const now = await this.progress();
-      const done = now.receipts >= total && (!settled || (now.shipped >= total && now.pending === 0));
+      const done =
+        now.receipts >= total &&
+        (!settled ||
+          (now.shipped >= total && now.pending === 0 && now.history >= HISTORY_ROWS_PER_ORDER * total));
       if (done) return;
       const seen = JSON.stringify(now);
       if (seen !== last) [last, lastChange] = [seen, Date.now()];
       if (Date.now() - lastChange > STALL_TIMEOUT_MS) {
         throw new Error(
           `the flow made no progress for ${STALL_TIMEOUT_MS / 1000} s: ${now.receipts}/${total} receipts, ` +
-            `${now.shipped}/${total} shipped, ${now.pending} outbox rows pending; the app's last lines:\n` +
+            `${now.shipped}/${total} shipped, ${now.pending} outbox rows pending, ` +
+            `${now.history}/${HISTORY_ROWS_PER_ORDER * total} history entries; the app's last lines:\n` +
             app.tail.join('\n'),
         );
       }
@@ -198,7 +233,7 @@ async function commitCeiling(url: string, clients: number): Promise<number> {
 }
 
 /** CPU time a process has spent so far (user + system), in microseconds, from /proc. */
-function processCpuMicros(pid: number | undefined): number {
+export function processCpuMicros(pid: number | undefined): number {
   if (pid === undefined) return Number.NaN;
   try {
     // The fields after the command name, which is in parentheses and may hold spaces.
@@ -210,7 +245,7 @@ function processCpuMicros(pid: number | undefined): number {
 }
 
 /** Order-to-receipt latencies of `orders`, in ms; throws when one has no receipt. */
-function latencies(orders: PlacedOrder[], receipts: Map<string, number>): number[] {
+export function latencies(orders: PlacedOrder[], receipts: Map<string, number>): number[] {
   return orders.map((order) => {
     const sent = receipts.get(order.id);
     if (sent === undefined) throw new Error(`order ${order.id} has no receipt`);
@@ -220,6 +255,33 @@ function latencies(orders: PlacedOrder[], receipts: Map<string, number>): number
 
 function fixed(value: number, digits = 0): string {
   return Number.isFinite(value) ? value.toFixed(digits) : '—';
+}
+
+/**
+ * Starts the order app from dist/ on `databaseUrl` (empty: it applies its migrations) with every exchange and queue
+ * under `namespace`, its receipt consumer unthrottled and its stand-in receipt service at RECEIPT_LATENCY_MS.
+ */
+export function startOrderApp(databaseUrl: string, namespace: string): OrderServiceProcess {
+  return OrderServiceProcess.start(ORDER_SERVICE_MAIN, {
+    DATABASE_URL: databaseUrl,
+    AMQP_URL,
+    MESSAGING_NAMESPACE: namespace,
+    PORT: '0',
+    RECEIPT_RATE_LIMIT: '0',
+    RECEIPT_LATENCY_MS,
+  });
+}
+
+/** The queues and exchanges the order app declares under `namespace`: what a cleanup deletes. */
+export function orderAppBrokerNames(namespace: string): string[] {
+  const names = messagingNames(namespace);
+  return [
+    ...Object.values(names.queues).flatMap((queue) => [queue, `${queue}.dlq`]),
+    ...delayLevelNames(names.exchange),
+    names.exchange,
+    names.deadLetterExchange,
+    deliverExchangeName(names.exchange),
+  ];
 }
 
 /**
@@ -233,7 +295,6 @@ export const ordersSuite: Suite = {
   name: 'orders',
   async run() {
     const prefix = uniquePrefix('orders');
-    const names = messagingNames(prefix);
     const database = await createEmptyBenchDatabase();
     const connection = await rawConnection(`${prefix}.cleanup`);
     const poolSize = (orderDataSourceOptions(database.url) as { poolSize: number }).poolSize;
@@ -242,14 +303,7 @@ export const ordersSuite: Suite = {
     console.log(`orders: database ${database.name}, namespace ${prefix}`);
     try {
       const starting = performance.now();
-      app = OrderServiceProcess.start(ORDER_SERVICE_MAIN, {
-        DATABASE_URL: database.url,
-        AMQP_URL,
-        MESSAGING_NAMESPACE: prefix,
-        PORT: '0',
-        RECEIPT_RATE_LIMIT: '0',
-        RECEIPT_LATENCY_MS,
-      });
+      app = startOrderApp(database.url, prefix);
       const baseUrl = `http://127.0.0.1:${await app.waitUntilListening(60_000)}`;
       console.log(`orders: app started in ${((performance.now() - starting) / 1000).toFixed(1)} s`);
       client = new Client({ connectionString: database.url });
@@ -335,14 +389,7 @@ export const ordersSuite: Suite = {
         const exit = await app.stop();
         if (exit.code !== 0) console.log(`orders: the app ended with ${describeExit(exit)}`);
       }
-      const delayLevels = delayLevelNames(names.exchange);
-      await deleteByPrefix(connection, prefix, [
-        ...Object.values(names.queues).flatMap((queue) => [queue, `${queue}.dlq`]),
-        ...delayLevels,
-        names.exchange,
-        names.deadLetterExchange,
-        deliverExchangeName(names.exchange),
-      ]);
+      await deleteByPrefix(connection, prefix, orderAppBrokerNames(prefix));
       await connection.close();
       await database.drop();
     }

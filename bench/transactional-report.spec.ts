@@ -4,6 +4,7 @@ import {
   comparisonLine,
   formatTransactionalTable,
   ratios,
+  targetsOf,
   type TransactionalCase,
 } from './transactional-report';
 
@@ -45,5 +46,14 @@ describe('the transactional suite report', () => {
       /^\| inbox-only: quorum queue \| 1000 \| 800 \| 0\.80x \| 200 \| 300 \| 1\.50x \| .* \| NO \(throughput, CPU\) \|$/,
     );
     expect(all).toMatch(/^\| relay-no-keys: quorum queue \| 1000 \| 1000 \| 1\.00x \| .* \| yes \|$/);
+  });
+
+  it('a case with targets of its own is judged by them, and its cell names them', () => {
+    const own: TransactionalCase = { ...CASE, name: 'order-flow', targets: { throughput: 0.8 } };
+    const missedCpu: TransactionalCase = { ...own, targets: { throughput: 0.8, cpu: 1.6 } };
+    const [, , cpuMissed, met] = formatTransactionalTable([own, missedCpu]).split('\n');
+    expect(cpuMissed).toMatch(/\| NO \(CPU; targets ≥ 0\.8x, CPU ≤ 1\.25x, p99 ≤ 1\.25x\) \|$/);
+    expect(met).toMatch(/\| yes \(targets ≥ 0\.8x, CPU ≤ 1\.6x, p99 ≤ 1\.25x\) \|$/);
+    expect(targetsOf(own)).toEqual({ throughput: 0.8, cpu: 1.25, p99: 1.25 });
   });
 });

@@ -15,6 +15,7 @@ import { BenchOrderPlaced, benchMessage, rawEnvelope } from './bench-message';
 import { createBenchDatabase, type BenchDatabase } from './bench-database';
 import { prepublish } from './consume.bench';
 import { HAND_WRITTEN_TABLES, OUTBOX_INSERT } from './hand-written/hand-written-schema';
+import { ORDER_FLOW_TABLES } from './hand-written/order-flow/order-flow-schema';
 import { OutboxRelay as HandWrittenRelay } from './hand-written/outbox-relay';
 import {
   TransactionalConsumer,
@@ -37,9 +38,11 @@ import {
 import {
   comparisonLine,
   formatTransactionalTable,
-  TRANSACTIONAL_TARGETS,
+  report,
+  targetsOf,
   type TransactionalCase,
 } from './transactional-report';
+import { orderFlowCase } from './transactional-order-flow';
 
 /** Transactions at once (prefetch and handlers) of both consumers: `BENCH_PREFETCH`, else 20. */
 const CONCURRENCY = Number(process.env.BENCH_PREFETCH ?? 20);
@@ -223,29 +226,6 @@ async function resetTables(dataSource: DataSource): Promise<void> {
 async function count(dataSource: DataSource, sql: string): Promise<number> {
   const [row] = await dataSource.query<Array<{ n: number }>>(`SELECT count(*)::int AS n FROM ${sql}`);
   return row.n;
-}
-
-/**
- * Says what a run did (the quick form's test reads these lines) and fails the suite when an implementation
- * handled fewer messages, or wrote fewer rows, than it was given.
- */
-function report(line: {
-  name: string;
-  round: number;
-  who: string;
-  handled: number;
-  of: number;
-  rows: string;
-  ok: boolean;
-}): void {
-  console.log(
-    `transactional: ${line.name}, round ${line.round}: ${line.who} handled ${line.handled} of ${line.of} (${line.rows})`,
-  );
-  if (!line.ok || line.handled !== line.of) {
-    throw new Error(
-      `transactional: ${line.name}: ${line.who} handled ${line.handled} of ${line.of} (${line.rows})`,
-    );
-  }
 }
 
 /** Sends `total` messages at `rate` per second with `send(n)`; rejects with the first send that failed. */
@@ -606,15 +586,16 @@ async function relayLatency(
 
 /**
  * The transactional path against the minimal correct code a careful team writes by hand with `pg` and
- * `amqplib` (bench/hand-written/): inbox-only consumption, consume → business update → one outbox row, and the
- * relay without and with ordering keys. Same tables, indexes, messages, prefetch, batch and confirms; rounds
- * alternated; one comparison line per case.
+ * `amqplib` (bench/hand-written/): inbox-only consumption, consume → business update → one outbox row, the relay
+ * without and with ordering keys (same tables, indexes, messages, prefetch, batch and confirms), and the order
+ * app end to end against a hand-written order service (transactional-order-flow.ts). Rounds alternated; one
+ * comparison line per case.
  */
 export const transactionalSuite: Suite = {
   name: 'transactional',
   async run() {
     const prefix = uniquePrefix('tx');
-    const db = await createBenchDatabase([...HAND_WRITTEN_TABLES, ...BUSINESS_TABLES]);
+    const db = await createBenchDatabase([...HAND_WRITTEN_TABLES, ...BUSINESS_TABLES, ...ORDER_FLOW_TABLES]);
     const connection = await rawConnection(`${prefix}.raw`);
     try {
       const dataSource = await db.connect(CONCURRENCY + 2);
@@ -645,6 +626,7 @@ export const transactionalSuite: Suite = {
         ],
         ['relay-no-keys', () => relayCase(0, db, dataSource, connection, prefix)],
         [`relay-${KEYS}-keys`, () => relayCase(KEYS, db, dataSource, connection, prefix)],
+        ['order-flow', () => orderFlowCase(db, connection, prefix)],
       ];
       const cases: TransactionalCase[] = [];
       for (const [name, run] of runs)
@@ -655,7 +637,7 @@ export const transactionalSuite: Suite = {
         scenario: `${entry.name}: ${entry.scenario}, hand-written vs module`,
         baseline: entry.handWritten.runs,
         candidate: entry.module.runs,
-        target: TRANSACTIONAL_TARGETS.throughput,
+        target: targetsOf(entry).throughput,
       }));
       return { comparisons, latencies: [], tables: [formatTransactionalTable(cases)] };
     } finally {

@@ -5,7 +5,11 @@ import * as amqp from 'amqplib';
 import pg from 'pg';
 import { HAND_WRITTEN_TABLES, OUTBOX_INSERT } from '../bench/hand-written/hand-written-schema';
 import { OutboxRelay } from '../bench/hand-written/outbox-relay';
-import { TransactionalConsumer, type TransactionalWork } from '../bench/hand-written/transactional-consumer';
+import {
+  TransactionalConsumer,
+  UnusableMessageError,
+  type TransactionalWork,
+} from '../bench/hand-written/transactional-consumer';
 import { TestBroker } from './support/test-broker';
 import { createTestDatabase, type TestDatabase } from './support/test-database';
 import { waitFor } from './support/wait-for';
@@ -136,6 +140,33 @@ describe('the hand-written transactional consumer and relay of the benchmarks', 
     await run.stop();
 
     expect(run.handled).toEqual(['order-4']);
+    expect(await broker.checkQueue(name)).toMatchObject({ messageCount: 0 });
+  });
+
+  it('a message its work finds unusable is rejected once, its writes rolled back, and the next one handled', async () => {
+    const name = await queue('unusable');
+    await broker.publishRaw({ queue: name }, '{"n":5}', properties('order-5'));
+    await broker.publishRaw({ queue: name }, '{"n":6}', properties('order-6'));
+    const attempts: string[] = [];
+
+    const run = await consume(
+      name,
+      async (client, message) => {
+        attempts.push(message.idempotencyKey);
+        await client.query('INSERT INTO effects (key, attempt) VALUES ($1, 1)', [message.idempotencyKey]);
+        if (message.body.n === 5) throw new UnusableMessageError('n must not be 5');
+      },
+      1,
+    );
+    await run.stop();
+
+    // Both are in flight at once (prefetch 4): either may start first.
+    expect({ handled: run.handled, attempts: attempts.sort() }).toEqual({
+      handled: ['order-6'],
+      attempts: ['order-5', 'order-6'],
+    });
+    const effects = await pool.query(`SELECT key FROM effects WHERE key IN ('order-5', 'order-6')`);
+    expect(effects.rows).toEqual([{ key: 'order-6' }]);
     expect(await broker.checkQueue(name)).toMatchObject({ messageCount: 0 });
   });
 

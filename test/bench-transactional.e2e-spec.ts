@@ -6,26 +6,39 @@ const BENCH = 'dist/bench/run.js';
 
 const MESSAGES = 200;
 const LATENCY_MESSAGES = 50;
+/** The order-flow case's orders per throughput run, and per latency run (a quarter of a second's worth at 40/s). */
+const ORDERS = 20;
+const LATENCY_ORDERS = 10;
 
-/** The suite's cases, in the order it runs them. */
-const CASES = ['inbox-only', 'consume-update-outbox', 'relay-no-keys', 'relay-100-keys'];
+/** The suite's cases, in the order it runs them, and what each handles per run. */
+const CASES: Array<[name: string, handled: number]> = [
+  ['inbox-only', MESSAGES],
+  ['consume-update-outbox', MESSAGES],
+  ['relay-no-keys', MESSAGES],
+  ['relay-100-keys', MESSAGES],
+  ['order-flow', ORDERS],
+];
+const NAMES = CASES.map(([name]) => name);
 
 /**
  * The transactional benchmark's quick form against the real broker and database: each case runs once through
  * the module and once through the hand-written code (bench/hand-written/), every message must be handled by
  * both (the suite counts the inbox and outbox rows, the queue's messages and the rows left pending, and fails
- * on any shortfall), and one comparison line per case is printed. No timing is asserted.
+ * on any shortfall; in the order flow, every order's receipt, payment and history entries), and one comparison
+ * line per case is printed. No timing is asserted.
  */
 describe('the transactional benchmark, quick form (BENCH_SUITES=transactional npm run bench)', () => {
   afterAll(() => ChildApp.killAll());
 
-  it('handles every message through the module and the hand-written code in each case and prints the four comparison lines', async () => {
+  it('handles every message through the module and the hand-written code in each case and prints the five comparison lines', async () => {
     const bench = ChildApp.start(BENCH, {
       env: {
         BENCH_SUITES: 'transactional',
         BENCH_MESSAGES: String(MESSAGES),
         BENCH_ROUNDS: '1',
         BENCH_TX_LATENCY_MESSAGES: String(LATENCY_MESSAGES),
+        BENCH_TX_ORDERS: String(ORDERS),
+        BENCH_TX_LATENCY_ORDERS: String(LATENCY_ORDERS),
         BENCH_NAME_PREFIX: process.env.BENCH_NAME_PREFIX ?? 'rm-e2e-bench-',
       },
     });
@@ -40,9 +53,9 @@ describe('the transactional benchmark, quick form (BENCH_SUITES=transactional np
       .filter((match) => match !== null)
       .map(([, name, who, count, of]) => ({ name, who, handled: Number(count), of: Number(of) }));
     expect(handled).toEqual(
-      CASES.flatMap((name) => [
-        { name, who: 'hand-written', handled: MESSAGES, of: MESSAGES },
-        { name, who: 'module', handled: MESSAGES, of: MESSAGES },
+      CASES.flatMap(([name, count]) => [
+        { name, who: 'hand-written', handled: count, of: count },
+        { name, who: 'module', handled: count, of: count },
       ]),
     );
     const comparisons = bench.stdout
@@ -51,13 +64,13 @@ describe('the transactional benchmark, quick form (BENCH_SUITES=transactional np
       )
       .filter((match) => match !== null)
       .map(([, name, throughput, cpu]) => ({ name, throughput: Number(throughput), cpu: Number(cpu) }));
-    expect(comparisons.map((line) => line.name)).toEqual(CASES);
+    expect(comparisons.map((line) => line.name)).toEqual(NAMES);
     for (const line of comparisons) {
       expect(line.throughput).toBeGreaterThan(0);
       expect(line.cpu).toBeGreaterThan(0);
     }
     // The suite's table, then the same table under "All suites".
-    const tableLines = bench.stdout.filter((line) => CASES.some((name) => line.startsWith(`| ${name}: `)));
-    expect(tableLines).toHaveLength(2 * CASES.length);
+    const tableLines = bench.stdout.filter((line) => NAMES.some((name) => line.startsWith(`| ${name}: `)));
+    expect(tableLines).toHaveLength(2 * NAMES.length);
   }, 360_000);
 });

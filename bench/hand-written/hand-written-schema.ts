@@ -39,3 +39,13 @@ export const HAND_WRITTEN_TABLES: readonly string[] = [
 export const OUTBOX_INSERT =
   'INSERT INTO hw_outbox (message_id, exchange, routing_key, properties, body, ordering_key) ' +
   'VALUES ($1, $2, $3, $4, $5, $6)';
+
+/**
+ * Inserts several outbox rows in one statement, in array order (so in id order: the relay sends an ordering key's
+ * rows in that order): message ids, exchanges, routing keys, properties, bodies and ordering keys, one array each.
+ */
+export const OUTBOX_INSERT_MANY =
+  'INSERT INTO hw_outbox (message_id, exchange, routing_key, properties, body, ordering_key) ' +
+  'SELECT m, e, r, p, b, k FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::bytea[], $6::text[]) ' +
+  // NOTE: SQL promises no row order without ORDER BY; the ordinality makes the ids follow the arrays.
+  'WITH ORDINALITY AS rows (m, e, r, p, b, k, n) ORDER BY n';

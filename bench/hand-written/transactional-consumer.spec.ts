@@ -3,7 +3,12 @@ import { decode } from './transactional-consumer';
 
 const delivery = (
   body: string,
-  properties: { headers?: Record<string, unknown>; messageId?: unknown; type?: unknown },
+  properties: {
+    headers?: Record<string, unknown>;
+    messageId?: unknown;
+    correlationId?: unknown;
+    type?: unknown;
+  },
 ): Parameters<typeof decode>[0] =>
   ({ content: Buffer.from(body), properties }) as unknown as Parameters<typeof decode>[0];
 
@@ -14,9 +19,14 @@ describe('the hand-written consumer: what it takes from a delivery before its tr
     expect(decode(delivery('{"orderId":"order-1"}', GOOD))).toEqual({
       idempotencyKey: 'order-1',
       messageId: 'm-1',
+      correlationId: 'm-1',
       type: 'bench.order-placed',
       body: { orderId: 'order-1' },
     });
+  });
+
+  it('a delivery with a correlation id carries it on', () => {
+    expect(decode(delivery('{}', { ...GOOD, correlationId: 'c-1' }))).toMatchObject({ correlationId: 'c-1' });
   });
 
   it.each([

@@ -14,8 +14,18 @@ const REQUEUE_DELAY_MS = 1000;
 export interface DecodedMessage {
   idempotencyKey: string;
   messageId: string;
+  /** The conversation the message belongs to: its correlation id, else its own id. */
+  correlationId: string;
   type: string;
   body: Record<string, unknown>;
+}
+
+/**
+ * Thrown by the work when the message itself is unusable (a field it needs is missing or malformed): rejected
+ * without requeue, to the queue's dead-letter exchange, since no retry could make it succeed.
+ */
+export class UnusableMessageError extends Error {
+  override readonly name = 'UnusableMessageError';
 }
 
 /** The handler's database work, run in the message's transaction after its inbox row went in. */
@@ -31,6 +41,12 @@ export interface TransactionalConsumerOptions {
   /** Unacknowledged deliveries, and so transactions, at once; the pool needs as many connections. */
   prefetch: number;
   work: TransactionalWork;
+  /**
+   * Whether a message is made idempotent by an inbox row in its transaction. False for work that is idempotent by
+   * itself (a conditional update): it runs on a pooled connection, without a transaction of the consumer's or an
+   * inbox row. Default: true.
+   */
+  inbox?: boolean;
   /** Called after a message's transaction committed (or found it a duplicate) and it was acknowledged. */
   handled?: (message: DecodedMessage, duplicate: boolean) => void;
 }
@@ -44,9 +60,11 @@ const INBOX_INSERT =
  * transaction that inserts the inbox row (ON CONFLICT DO NOTHING: a duplicate inserts nothing and skips the
  * work), runs the work, commits, and only then acknowledges. Any failure rolls back and requeues (after a
  * pause), so a message is never acknowledged without its effects committed, and a redelivery after a crash
- * between commit and ack finds the inbox row and does nothing twice. A concurrent copy of the same key waits on the first one's uncommitted
- * row, so exactly one of them does the work. A delivery that cannot be decoded is rejected without requeue (the
- * queue's dead-letter exchange takes it): it could never succeed.
+ * between commit and ack finds the inbox row and does nothing twice. A concurrent copy of the same key waits on
+ * the first one's uncommitted row, so exactly one of them does the work. A delivery that cannot be decoded, or
+ * whose work finds it unusable (UnusableMessageError), is rejected without requeue (the queue's dead-letter
+ * exchange takes it): it could never succeed. Work that is idempotent by itself runs with `inbox: false`, without
+ * the transaction and the inbox row.
  */
 export class TransactionalConsumer {
   private channel?: Channel;
@@ -88,8 +106,14 @@ export class TransactionalConsumer {
     }
     let duplicate: boolean;
     try {
-      duplicate = await this.transaction(message);
+      duplicate =
+        this.options.inbox === false ? await this.withoutInbox(message) : await this.transaction(message);
     } catch (error) {
+      if (error instanceof UnusableMessageError) {
+        console.error(`${this.options.consumer}: message ${message.messageId} rejected: ${error.message}`);
+        channel.nack(delivery, false, false);
+        return;
+      }
       console.error(
         `${this.options.consumer}: message ${message.messageId} failed, requeued: ${String(error)}`,
       );
@@ -99,6 +123,17 @@ export class TransactionalConsumer {
     }
     channel.ack(delivery);
     this.options.handled?.(message, duplicate);
+  }
+
+  /** Runs work that is idempotent by itself; never a duplicate, as nothing records the message. */
+  private async withoutInbox(message: DecodedMessage): Promise<boolean> {
+    const client = await this.options.pool.connect();
+    try {
+      await this.options.work(client, message);
+      return false;
+    } finally {
+      client.release();
+    }
   }
 
   /** Runs the message's transaction; resolves with whether the inbox found it a duplicate. */
@@ -132,9 +167,10 @@ export class TransactionalConsumer {
 
 /** The delivery's inbox key, ids and JSON body, or undefined when a publisher sent something unusable. */
 export function decode(delivery: Pick<ConsumeMessage, 'content' | 'properties'>): DecodedMessage | undefined {
-  const { headers, messageId, type } = delivery.properties as {
+  const { headers, messageId, correlationId, type } = delivery.properties as {
     headers?: Record<string, unknown>;
     messageId?: unknown;
+    correlationId?: unknown;
     type?: unknown;
   };
   const key = headers?.['rm-idempotency-key'];
@@ -147,5 +183,11 @@ export function decode(delivery: Pick<ConsumeMessage, 'content' | 'properties'>)
     return undefined;
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
-  return { idempotencyKey: key, messageId, type, body: body as Record<string, unknown> };
+  return {
+    idempotencyKey: key,
+    messageId,
+    correlationId: typeof correlationId === 'string' && correlationId !== '' ? correlationId : messageId,
+    type,
+    body: body as Record<string, unknown>,
+  };
 }
