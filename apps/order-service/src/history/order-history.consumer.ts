@@ -3,7 +3,7 @@ import { Consume, type MessageContext } from 'nestjs-reliable-messaging';
 import { QUEUES } from '../config/messaging-names';
 import { handlerTransaction } from '../database/handler-transaction';
 import { OrderStatusChanged } from '../messages/order-status-changed.message';
-import { OrderHistoryEntry, type HistoryRecorder } from './order-history-entry.entity';
+import type { HistoryRecorder } from './order-history-entry.entity';
 
 /** Partitions of the history consumer: up to this many orders' changes are handled at once, across replicas. */
 export const HISTORY_PARTITIONS = 4;
@@ -37,10 +37,8 @@ async function record(
   event: OrderStatusChanged,
   ctx: MessageContext,
 ): Promise<void> {
-  await handlerTransaction(ctx).getRepository(OrderHistoryEntry).insert({
-    recorder,
-    orderId: event.orderId,
-    status: event.status,
-    sequence: event.sequence,
-  });
+  await handlerTransaction(ctx).query(
+    'INSERT INTO order_history (recorder, order_id, status, sequence) VALUES ($1, $2, $3, $4)',
+    [recorder, event.orderId, event.status, event.sequence],
+  );
 }

@@ -11,6 +11,13 @@ import { toCents } from './money.util';
 import { Order } from './order.entity';
 import type { OrderStats } from './order-view';
 
+const INSERT_ORDER =
+  'WITH placed AS (INSERT INTO orders (id, customer_id, status, total_cents, created_at) ' +
+  `VALUES ($1, $2, 'placed', $3, $4) RETURNING id) ` +
+  'INSERT INTO order_items (order_id, line, sku, quantity, unit_price_cents) ' +
+  'SELECT placed.id, item.line, item.sku, item.quantity, item.price FROM placed, ' +
+  'unnest($5::smallint[], $6::text[], $7::int[], $8::bigint[]) AS item (line, sku, quantity, price)';
+
 /** Places and reads orders. */
 @Injectable()
 export class OrdersService {
@@ -48,7 +55,17 @@ export class OrdersService {
       receiptId: null,
       receiptSentAt: null,
     });
-    await orders.save(order);
+    // The order and its lines in one statement, rather than save(), which reads before it writes.
+    await this.txHost.tx.query(INSERT_ORDER, [
+      order.id,
+      order.customerId,
+      order.totalCents,
+      order.createdAt,
+      items.map((item) => item.line),
+      items.map((item) => item.sku),
+      items.map((item) => item.quantity),
+      items.map((item) => item.unitPriceCents),
+    ]);
     await this.publisher.publishAll([
       OrderPlaced.of({
         orderId: order.id,

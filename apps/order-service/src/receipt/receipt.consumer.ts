@@ -1,12 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { Consume, type MessageContext } from 'nestjs-reliable-messaging';
-import { IsNull } from 'typeorm';
 import { readReceiptRateLimit } from '../config/app-config';
 import { QUEUES } from '../config/messaging-names';
 import { handlerTransaction } from '../database/handler-transaction';
 import { OrderPaid } from '../messages/order-paid.message';
 import { OrderNotFoundError } from '../orders/order-not-found.error';
-import { Order } from '../orders/order.entity';
 import { ReceiptClient } from './receipt-client';
 
 /**
@@ -32,17 +30,20 @@ export class ReceiptConsumer {
     rateLimit: RECEIPTS_PER_SECOND > 0 ? { limit: RECEIPTS_PER_SECOND, periodMs: 1000 } : undefined,
   })
   async onOrderPaid(event: OrderPaid, ctx: MessageContext): Promise<void> {
-    const orders = handlerTransaction(ctx).getRepository(Order);
-    const order = await orders.findOneBy({ id: event.orderId });
-    if (!order) throw new OrderNotFoundError(event.orderId);
-    if (order.receiptId !== null) return;
-    const receipt = await this.receipts.send(
-      { orderId: order.id, customerId: order.customerId, amountCents: event.amountCents },
-      { idempotencyKey: `receipt:${order.id}`, signal: ctx.signal },
+    const transaction = handlerTransaction(ctx);
+    const [order] = await transaction.query<Array<{ customer_id: string; receipt_id: string | null }>>(
+      'SELECT customer_id, receipt_id FROM orders WHERE id = $1',
+      [event.orderId],
     );
-    await orders.update(
-      { id: order.id, receiptId: IsNull() },
-      { receiptId: receipt.receiptId, receiptSentAt: receipt.sentAt },
+    if (!order) throw new OrderNotFoundError(event.orderId);
+    if (order.receipt_id !== null) return;
+    const receipt = await this.receipts.send(
+      { orderId: event.orderId, customerId: order.customer_id, amountCents: event.amountCents },
+      { idempotencyKey: `receipt:${event.orderId}`, signal: ctx.signal },
+    );
+    await transaction.query(
+      'UPDATE orders SET receipt_id = $2, receipt_sent_at = $3 WHERE id = $1 AND receipt_id IS NULL',
+      [event.orderId, receipt.receiptId, receipt.sentAt],
     );
   }
 }

@@ -8,6 +8,9 @@ import { OrderNotFoundError } from '../orders/order-not-found.error';
 import { Order } from '../orders/order.entity';
 import { OrderNotPaidYetError } from './order-not-paid-yet.error';
 
+/** Ships the order if it is paid, and only then: the one write of the handler, idempotent by its condition. */
+const SHIP_ORDER = `UPDATE orders SET status = 'shipped', shipped_at = now() WHERE id = $1 AND status = 'paid'`;
+
 /**
  * Ships paid orders. The pattern is "notification plus re-read": OrderPaid only says which order changed, and
  * the order's current row decides what to do, so a duplicate, a late or an out-of-order event can never ship
@@ -22,20 +25,16 @@ export class ShippingConsumer {
 
   @Consume({ queue: QUEUES.shipping, concurrency: 5, dedup: false })
   async onOrderPaid(event: OrderPaid): Promise<void> {
-    const order = await this.orders.findOneBy({ id: event.orderId });
+    // A concurrent duplicate may ship it first; then this updates no row, which is just as right.
+    const [, shipped] = await this.orders.query<[unknown[], number]>(SHIP_ORDER, [event.orderId]);
+    if (shipped === 1) return;
+    const [order] = await this.orders.query<Array<{ status: string }>>(
+      'SELECT status FROM orders WHERE id = $1',
+      [event.orderId],
+    );
     if (!order) throw new OrderNotFoundError(event.orderId);
-    switch (order.status) {
-      case 'placed':
-        throw new OrderNotPaidYetError(order.id);
-      case 'shipped':
-        this.logger.debug(`order ${order.id} is already shipped; nothing to do`);
-        return;
-      case 'paid':
-        // A concurrent duplicate may ship it first; then this updates no row, which is just as right.
-        await this.orders.update(
-          { id: order.id, status: 'paid' },
-          { status: 'shipped', shippedAt: () => 'now()' },
-        );
-    }
+    // Paid only since the update looked (a race no OrderPaid from the outbox can meet) is retried, as placed is.
+    if (order.status !== 'shipped') throw new OrderNotPaidYetError(event.orderId);
+    this.logger.debug(`order ${event.orderId} is already shipped; nothing to do`);
   }
 }
