@@ -16,6 +16,7 @@ import { createBenchDatabase, type BenchDatabase } from './bench-database';
 import { prepublish } from './consume.bench';
 import { HAND_WRITTEN_TABLES, OUTBOX_INSERT } from './hand-written/hand-written-schema';
 import { ORDER_FLOW_TABLES } from './hand-written/order-flow/order-flow-schema';
+import { inTransaction } from './hand-written/in-transaction';
 import { OutboxRelay as HandWrittenRelay } from './hand-written/outbox-relay';
 import {
   TransactionalConsumer,
@@ -434,24 +435,25 @@ async function relayCase(
   };
   handRelay.start();
   try {
+    // One outbox row's values, the same for both sides.
+    const rowOf = (n: number): unknown[] => {
+      const { body, properties } = rawEnvelope(n);
+      return [
+        properties.messageId,
+        exchange,
+        ROUTING_KEY,
+        JSON.stringify(properties),
+        body,
+        orderingKey(n) ?? null,
+      ];
+    };
     // The backlog of a throughput run: MESSAGES rows in one statement, as a service writing one message per
     // transaction leaves them. Written through publish() in one transaction instead, the module's rows without a key
     // would share one (a transaction's messages go out in their order; see docs/outbox-and-inbox.md), and the run would
     // measure one key's rows.
     const fill = async (table: 'hw_outbox' | 'rm_outbox', total: number): Promise<void> => {
       const columns: unknown[][] = [[], [], [], [], [], []];
-      for (let n = 0; n < total; n++) {
-        const { body, properties } = rawEnvelope(n);
-        const values = [
-          properties.messageId,
-          exchange,
-          ROUTING_KEY,
-          JSON.stringify(properties),
-          body,
-          orderingKey(n) ?? null,
-        ];
-        values.forEach((value, column) => columns[column].push(value));
-      }
+      for (let n = 0; n < total; n++) rowOf(n).forEach((value, column) => columns[column].push(value));
       await pool.query(
         `INSERT INTO ${table} (message_id, exchange, routing_key, properties, body, ordering_key) ` +
           'SELECT m, e, r, p, b, k FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::bytea[], $6::text[]) ' +
@@ -461,29 +463,9 @@ async function relayCase(
     };
     // The rows of a latency run: one per transaction, each written as its side writes it.
     const commitByHand = async (n: number): Promise<void> => {
-      const client = await pool.connect();
-      try {
-        const { body, properties } = rawEnvelope(n);
-        await client.query('BEGIN');
-        await client.query({
-          name: 'hw_outbox_insert',
-          text: OUTBOX_INSERT,
-          values: [
-            properties.messageId,
-            exchange,
-            ROUTING_KEY,
-            JSON.stringify(properties),
-            body,
-            orderingKey(n) ?? null,
-          ],
-        });
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      } finally {
-        client.release();
-      }
+      await inTransaction(pool, (client) =>
+        client.query({ name: 'hw_outbox_insert', text: OUTBOX_INSERT, values: rowOf(n) }),
+      );
       handRelay.wake();
     };
     const commitByModule = async (n: number): Promise<void> => {

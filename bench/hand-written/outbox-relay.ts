@@ -1,5 +1,6 @@
 import type { ChannelModel, ConfirmChannel, Options } from 'amqplib';
 import type { Pool } from 'pg';
+import { inTransaction } from './in-transaction';
 
 /** Namespace of the relay's advisory locks on ordering keys, apart from the module's. */
 const KEY_LOCK_NAMESPACE = 0x48574b59;
@@ -125,10 +126,7 @@ export class OutboxRelay {
 
   /** One claim, publish, mark and commit; resolves with how many rows it claimed and marked. */
   private async round(index: number): Promise<{ claimed: number; confirmed: number }> {
-    const client = await this.options.pool.connect();
-    let reusable = true;
-    try {
-      await client.query('BEGIN');
+    const round = await inTransaction(this.options.pool, async (client) => {
       const { rows } = await client.query<OutboxRow>({
         name: 'hw_outbox_claim',
         text: CLAIM,
@@ -137,18 +135,10 @@ export class OutboxRelay {
       const confirmed = rows.length > 0 ? await this.publishAll(rows) : [];
       const marked = markable(rows, new Set(confirmed));
       if (marked.length > 0) await client.query({ name: 'hw_outbox_mark', text: MARK, values: [marked] });
-      await client.query('COMMIT');
-      this.published += marked.length;
       return { claimed: rows.length, confirmed: marked.length };
-    } catch (error) {
-      reusable = await client.query('ROLLBACK').then(
-        () => true,
-        () => false,
-      );
-      throw error;
-    } finally {
-      client.release(!reusable);
-    }
+    });
+    this.published += round.confirmed;
+    return round;
   }
 
   /** Publishes the rows in id order on the confirm channel; resolves with the ids the broker confirmed. */

@@ -1,5 +1,6 @@
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
 import type { Pool, PoolClient } from 'pg';
+import { inTransaction } from './in-transaction';
 
 /** Longest idempotency key accepted, as the module's envelope reader caps it. */
 const MAX_KEY_LENGTH = 200;
@@ -137,11 +138,8 @@ export class TransactionalConsumer {
   }
 
   /** Runs the message's transaction; resolves with whether the inbox found it a duplicate. */
-  private async transaction(message: DecodedMessage): Promise<boolean> {
-    const client = await this.options.pool.connect();
-    let reusable = true;
-    try {
-      await client.query('BEGIN');
+  private transaction(message: DecodedMessage): Promise<boolean> {
+    return inTransaction(this.options.pool, async (client) => {
       const recorded = await client.query({
         name: 'hw_inbox_record',
         text: INBOX_INSERT,
@@ -149,19 +147,8 @@ export class TransactionalConsumer {
       });
       const duplicate = recorded.rowCount !== 1;
       if (!duplicate) await this.options.work(client, message);
-      await client.query('COMMIT');
       return duplicate;
-    } catch (error) {
-      // NOTE: a failed COMMIT has already ended the transaction, and ROLLBACK then only warns; a connection that
-      // cannot even roll back is thrown away rather than handed to the next message mid-transaction.
-      reusable = await client.query('ROLLBACK').then(
-        () => true,
-        () => false,
-      );
-      throw error;
-    } finally {
-      client.release(!reusable);
-    }
+    });
   }
 }
 

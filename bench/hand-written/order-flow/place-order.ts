@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import { isCurrencyAmount, toCents } from '../../../apps/order-service/src/orders/money.util';
+import { inTransaction } from '../in-transaction';
 import { orderPlaced, statusChanged, writeToOutbox } from './order-events';
 
 /** The longest customer id, SKU and note, in code points: the app's columns and its DTO's limits. */
@@ -100,10 +101,7 @@ export async function placeOrder(
     ),
     statusChanged(id, 'placed', createdAt, undefined, appId),
   ];
-  const client = await pool.connect();
-  let reusable = true;
-  try {
-    await client.query('BEGIN');
+  await inTransaction(pool, async (client) => {
     await client.query({
       name: 'hw_order_insert',
       text: `INSERT INTO hw_orders (id, customer_id, status, total_cents, created_at) VALUES ($1, $2, 'placed', $3, $4)`,
@@ -124,17 +122,7 @@ export async function placeOrder(
       ],
     });
     await writeToOutbox(client, exchange, events);
-    await client.query('COMMIT');
-  } catch (error) {
-    // A connection that cannot even roll back is thrown away rather than handed on mid-transaction.
-    reusable = await client.query('ROLLBACK').then(
-      () => true,
-      () => false,
-    );
-    throw error;
-  } finally {
-    client.release(!reusable);
-  }
+  });
   return {
     id,
     customerId: order.customerId,

@@ -21,11 +21,12 @@ type PgQueryClass = new (
   config: { name: string; text: string; values: unknown[] },
   values: undefined,
   callback: QueryCallback,
-) => PgQueryInternals & { text: string; name: string; begin: string };
+) => PgQueryInternals & { text: string; name: string; begin: readonly string[] };
 
 /**
- * A named prepared statement preceded by BEGIN in the same write and the same round trip: Parse/Bind/Execute of
- * BEGIN, then the statement's Bind/Describe/Execute, then one Sync, as the extended query protocol allows (libpq's
+ * A named prepared statement preceded by BEGIN (and settings for the transaction, each a statement without
+ * parameters) in the same write and the same round trip: Parse/Bind/Execute of each of them, then the statement's
+ * Bind/Describe/Execute, then one Sync, as the extended query protocol allows (libpq's
  * pipeline mode does the same). One ReadyForQuery ends both, so pg's client sees one query; BEGIN's command
  * completes first and the statement's result comes last.
  *
@@ -38,9 +39,11 @@ type PgQueryClass = new (
 function beginThenQueryClass(Query: PgQueryClass): PgQueryClass {
   return class BeginThenQuery extends Query {
     override prepare(connection: PgConnection): void {
-      connection.parse({ text: this.begin });
-      connection.bind({});
-      connection.execute({});
+      for (const text of this.begin) {
+        connection.parse({ text });
+        connection.bind({});
+        connection.execute({});
+      }
       super.prepare(connection);
     }
   };
@@ -80,15 +83,15 @@ function pipelinedQuery(postgres: typeof pg, kind: 'beginThen' | 'thenCommit'): 
 
 type QueryCallback = (error: Error | null, results: pg.QueryResult | pg.QueryResult[]) => void;
 
-/**
- * Submits the query object `make` builds to `client`; resolves with the number of rows the last statement it ran
- * affected.
- */
-function submit(client: PoolClient, make: (callback: QueryCallback) => PgQueryInternals): Promise<number> {
+/** Submits the query object `make` builds to `client`; resolves with the result of the last statement it ran. */
+function submit(
+  client: PoolClient,
+  make: (callback: QueryCallback) => PgQueryInternals,
+): Promise<pg.QueryResult> {
   return new Promise((resolve, reject) => {
     const query = make((error, results) => {
       if (error) reject(error);
-      else resolve((Array.isArray(results) ? results[results.length - 1] : results).rowCount ?? 0);
+      else resolve(Array.isArray(results) ? results[results.length - 1] : results);
     });
     // The query reports through its callback; pg returns the query itself for a submittable, not a promise.
     void client.query(query as unknown as pg.QueryConfig);
@@ -96,18 +99,19 @@ function submit(client: PoolClient, make: (callback: QueryCallback) => PgQueryIn
 }
 
 /**
- * Sends BEGIN and `statement`, in one round trip once the connection has parsed `statement` (in two the first
- * time); resolves with the number of rows `statement` affected.
+ * Sends `begin` (BEGIN and settings for the transaction, statements without parameters) and `statement`, in one
+ * round trip once the connection has parsed `statement` (in two the first time); resolves with `statement`'s
+ * result.
  */
 async function beginThen(
   postgres: typeof pg,
   client: PoolClient,
-  begin: string,
+  begin: readonly string[],
   statement: PreparedStatement,
-): Promise<number> {
+): Promise<pg.QueryResult> {
   if (!hasParsed(client, statement.name)) {
-    await client.query(begin);
-    return (await client.query(statement)).rowCount ?? 0;
+    await client.query(begin.join('; '));
+    return client.query(statement);
   }
   const BeginThenQuery = pipelinedQuery(postgres, 'beginThen');
   return submit(client, (callback) => {
@@ -115,6 +119,26 @@ async function beginThen(
     query.begin = begin;
     return query;
   });
+}
+
+/**
+ * Opens a transaction on `runner`'s connection with BEGIN, then `settings` (`SET LOCAL …`, without parameters),
+ * then runs `statement`, in one round trip once the connection has parsed `statement`; resolves with its rows.
+ * For work that opens a transaction of its own on a query runner, as the outbox relay's claim does; the caller
+ * commits or rolls back. A connection that is not node-postgres' gets the statements one after the other.
+ */
+export async function beginOn<T>(
+  runner: QueryRunner,
+  settings: readonly string[],
+  statement: PreparedStatement,
+): Promise<T[]> {
+  const client = (await runner.connect()) as unknown;
+  const postgres = isPgClient(client) ? driverModule(dataSourceOf(runner)) : undefined;
+  if (!postgres || !isPgClient(client)) {
+    for (const text of ['BEGIN', ...settings]) await runner.query(text);
+    return runner.query(statement.text, statement.values) as Promise<T[]>;
+  }
+  return (await beginThen(postgres, client, ['BEGIN', ...settings], statement)).rows as T[];
 }
 
 /** Sends `statement` and COMMIT, in one round trip once the connection has parsed `statement` (in two before). */
@@ -212,7 +236,7 @@ export async function runTransactionStartingWith<T>(
     let result: T;
     try {
       await broadcast(runner, 'BeforeTransactionStart');
-      const affected = await beginThen(postgres, client, beginStatement(dataSource), first);
+      const affected = (await beginThen(postgres, client, [beginStatement(dataSource)], first)).rowCount ?? 0;
       state.transactionDepth = 1;
       commitTails.set(runner, open);
       await broadcast(runner, 'AfterTransactionStart');

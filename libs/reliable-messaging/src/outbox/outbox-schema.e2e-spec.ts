@@ -46,23 +46,30 @@ describe('outbox and inbox schema', () => {
     const plans: string[] = [];
     const heldBackPlans: string[] = [];
     const store = new OutboxStore({ dataSource: db.dataSource } as ResolvedMessagingOptions);
-    /** Opens the claim's transaction as the relay does, then EXPLAINs the claim and the re-check instead of running them. */
+    /**
+     * Opens the claim's transaction as the relay does, then EXPLAINs the claim and the re-check instead of running
+     * them. The claim is a prepared statement, which PostgreSQL plans with its parameters for its first runs and
+     * may then plan once for any (a generic plan): both plans are checked.
+     */
     const explainClaim = async (): Promise<void> => {
       const runner = db.dataSource.createQueryRunner();
-      const client = (await runner.connect()) as {
-        query(text: string): Promise<Array<{ rows: Array<{ 'QUERY PLAN': string }> }>>;
-      };
       const explaining = {
-        // The claim goes to the driver's client, with BEGIN and its settings ahead of it in the same text.
-        connect: async () => ({
-          query: async (text: string) => {
-            const claimAt = text.indexOf('WITH retrying');
-            const results = await client.query(`${text.slice(0, claimAt)}EXPLAIN ${text.slice(claimAt)}`);
-            plans.push(results[results.length - 1].rows.map((row) => row['QUERY PLAN']).join('\n'));
-            return [...results.slice(0, -1), { rows: [] }];
-          },
-        }),
+        // Not node-postgres' client: the claim then goes through query() below, after BEGIN and its settings.
+        connect: async () => ({}),
         query: async (sql: string, parameters?: unknown[]) => {
+          if (sql.includes('WITH retrying')) {
+            await runner.query(`PREPARE plan_check AS ${sql}`);
+            for (const mode of ['force_custom_plan', 'force_generic_plan']) {
+              await runner.query(`SET LOCAL plan_cache_mode = ${mode}`);
+              const values = (parameters ?? []).map(Number).join(', ');
+              const rows = (await runner.query(`EXPLAIN EXECUTE plan_check(${values})`)) as Array<{
+                'QUERY PLAN': string;
+              }>;
+              plans.push(rows.map((row) => row['QUERY PLAN']).join('\n'));
+            }
+            await runner.query('DEALLOCATE plan_check');
+            return [];
+          }
           if (!sql.startsWith('SELECT k.key')) return runner.query(sql, parameters) as Promise<unknown>;
           const rows = (await runner.query(`EXPLAIN ${sql}`, parameters)) as Array<{ 'QUERY PLAN': string }>;
           heldBackPlans.push(rows.map((row) => row['QUERY PLAN']).join('\n'));
@@ -91,7 +98,7 @@ describe('outbox and inbox schema', () => {
     await db.dataSource.query('ANALYZE rm_outbox');
     await explainClaim();
 
-    expect(plans).toHaveLength(2);
+    expect(plans).toHaveLength(4);
     for (const plan of plans) {
       expect(plan).toMatch(
         /Limit[\s\S]*LockRows[\s\S]*Index Scan using rm_outbox_pending_idx on rm_outbox o/,

@@ -4,6 +4,7 @@ import { RESOLVED_MESSAGING_OPTIONS, TRANSACTION_GROUP_PREFIX } from '../reliabl
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import type { OutboundMessage, OutboundProperties } from '../envelope/envelope';
 import { preparedQuery, type PreparedStatement } from '../database/prepared-query';
+import { beginOn } from '../database/pipelined-transaction';
 import { isOutboxRowId } from './outbox-row-id';
 
 /** The channel relays LISTEN on; processes that write rows but don't relay NOTIFY it after their commits. */
@@ -147,25 +148,35 @@ export function keysToRecheck(claimed: readonly ClaimedRow[]): string[] {
   return [...broken];
 }
 
-/** The part of node-postgres' client that runs a simple query: one result, or one per statement. */
-interface SimpleQueryClient {
-  query(text: string): Promise<{ rows: unknown[] } | Array<{ rows: unknown[] }>>;
-}
+/**
+ * NOTE: the claim takes advisory locks in its scan's filter, so PostgreSQL must walk the pending index in id order
+ * under the LIMIT rather than sort: a sort would take a lock for every pending key. On a table without fresh
+ * statistics (a new or fast-churning outbox) the planner guesses a handful of pending rows and picks a bitmap scan
+ * and a sort, so both are switched off for the claim's transaction.
+ */
+const CLAIM_SETTINGS = ['SET LOCAL enable_sort = off', 'SET LOCAL enable_bitmapscan = off'];
 
 /**
- * Runs `text`, one or more statements without parameters, on `runner`'s connection in one round trip; resolves
- * with the rows of its last statement.
- *
- * NOTE: TypeORM's `QueryRunner.query()` drops the rows of a query of several statements (node-postgres answers
- * it with an array of results, which TypeORM does not expect), so this goes to the driver's client, which
- * TypeORM hands out through `QueryRunner.connect()`.
+ * The claim ($1 rows at most, for share $3 of $2; see OutboxStore.claim). The keys waiting out a retry or held by a
+ * parked row are found once, from their small partial indexes, one branch per status: an OR of the two could only
+ * be served by a bitmap scan, which is off, and would scan the whole table. A parked row of the key before a row
+ * would have kept it out of the claim, so for `previous_id` pending rows suffice.
  */
-async function lastResultRows<T>(runner: QueryRunner, text: string): Promise<T[]> {
-  const client = (await runner.connect()) as SimpleQueryClient;
-  const results = await client.query(text);
-  const last = Array.isArray(results) ? results[results.length - 1] : results;
-  return last.rows as T[];
-}
+const CLAIM =
+  `WITH retrying AS MATERIALIZED (SELECT "ordering_key", min("id") AS first_id FROM (` +
+  `SELECT "ordering_key", "id" FROM "rm_outbox" WHERE "status" = 'pending' AND "attempts" > 0 ` +
+  `AND "ordering_key" IS NOT NULL AND "available_at" > now() ` +
+  `UNION ALL SELECT "ordering_key", "id" FROM "rm_outbox" WHERE "status" = 'parked' ` +
+  `AND ${holdsWhenParked('')}) holding GROUP BY "ordering_key") ` +
+  `SELECT o."id", o."exchange", o."routing_key", o."properties", o."body", o."ordering_key", o."attempts", ` +
+  `(SELECT max(e."id") FROM "rm_outbox" e WHERE e."ordering_key" = o."ordering_key" ` +
+  `AND e."status" = 'pending' AND e."id" < o."id") AS previous_id ` +
+  `FROM "rm_outbox" o ` +
+  `WHERE o."status" = 'pending' AND o."available_at" <= now() AND (o."ordering_key" IS NULL OR CASE ` +
+  `WHEN (hashtext(o."ordering_key") & 2147483647) % $2 <> $3 THEN false ` +
+  `WHEN EXISTS (SELECT 1 FROM retrying r WHERE r."ordering_key" = o."ordering_key" AND r.first_id < o."id") THEN false ` +
+  `ELSE pg_try_advisory_xact_lock(${ORDERING_LOCK_NAMESPACE}, hashtext(o."ordering_key")) END) ` +
+  `ORDER BY o."id" LIMIT $1 FOR UPDATE OF o SKIP LOCKED`;
 
 /**
  * Every query on the outbox table. Claiming is the heart of it: pending rows in id order, locked with
@@ -242,7 +253,8 @@ export class OutboxStore {
 
   /**
    * Opens the claim's transaction on `runner`'s connection and claims up to `limit` rows in it, in one round
-   * trip. A keyed row is claimed only when this relay gets
+   * trip: BEGIN, the claim's settings and the claim, a named prepared statement (planned once per connection
+   * rather than at every round). A keyed row is claimed only when this relay gets
    * its key's advisory lock and no earlier row of that key is waiting out a retry delay or parked (a parked row
    * holds its key until it is retried or discarded); the walk is in id order,
    * so a key's rows come out in order. The keys waiting out a retry are found once per claim from the small
@@ -253,35 +265,14 @@ export class OutboxStore {
    * locks of every key in its batch and leave the others nothing to claim.
    */
   async claim(runner: QueryRunner, limit: number, share = { index: 0, of: 1 }): Promise<ClaimedRow[]> {
-    // The numbers are written into the SQL, so that BEGIN, the settings and the claim go as one simple query.
     const valid = [limit, share.of, share.index].every(Number.isInteger) && limit > 0 && share.index >= 0;
     if (!valid || share.index >= share.of)
       throw new Error(`invalid outbox claim: limit ${limit}, share ${share.index} of ${share.of}`);
-    const rows = await lastResultRows<StoredRow>(
-      runner,
-      // NOTE: the claim takes advisory locks in its scan's filter, so PostgreSQL must walk the pending index in
-      // id order under the LIMIT rather than sort: a sort would take a lock for every pending key. On a table
-      // without fresh statistics (a new or fast-churning outbox) the planner guesses a handful of pending rows
-      // and picks a bitmap scan and a sort, so both are switched off for this transaction.
-      'BEGIN; SET LOCAL enable_sort = off; SET LOCAL enable_bitmapscan = off; ' +
-        // One branch per status, so that each reads its own small partial index (retrying, parked): an OR of the
-        // two could only be served by a bitmap scan, which is off, and would scan the whole table.
-        `WITH retrying AS MATERIALIZED (SELECT "ordering_key", min("id") AS first_id FROM (` +
-        `SELECT "ordering_key", "id" FROM "rm_outbox" WHERE "status" = 'pending' AND "attempts" > 0 ` +
-        `AND "ordering_key" IS NOT NULL AND "available_at" > now() ` +
-        `UNION ALL SELECT "ordering_key", "id" FROM "rm_outbox" WHERE "status" = 'parked' ` +
-        `AND ${holdsWhenParked('')}) holding GROUP BY "ordering_key") ` +
-        `SELECT o."id", o."exchange", o."routing_key", o."properties", o."body", o."ordering_key", o."attempts", ` +
-        // A parked row of the key before this one would have kept it out of the claim, so pending rows suffice.
-        `(SELECT max(e."id") FROM "rm_outbox" e WHERE e."ordering_key" = o."ordering_key" ` +
-        `AND e."status" = 'pending' AND e."id" < o."id") AS previous_id ` +
-        `FROM "rm_outbox" o ` +
-        `WHERE o."status" = 'pending' AND o."available_at" <= now() AND (o."ordering_key" IS NULL OR CASE ` +
-        `WHEN (hashtext(o."ordering_key") & 2147483647) % ${share.of} <> ${share.index} THEN false ` +
-        `WHEN EXISTS (SELECT 1 FROM retrying r WHERE r."ordering_key" = o."ordering_key" AND r.first_id < o."id") THEN false ` +
-        `ELSE pg_try_advisory_xact_lock(${ORDERING_LOCK_NAMESPACE}, hashtext(o."ordering_key")) END) ` +
-        `ORDER BY o."id" LIMIT ${limit} FOR UPDATE OF o SKIP LOCKED`,
-    );
+    const rows = await beginOn<StoredRow>(runner, CLAIM_SETTINGS, {
+      name: 'rm_outbox_claim',
+      text: CLAIM,
+      values: [limit, share.of, share.index],
+    });
     return rows.map((row) => ({
       id: String(row.id),
       message: {
