@@ -15,7 +15,7 @@ const SHIP_ORDER = `UPDATE orders SET status = 'shipped', shipped_at = now() WHE
  * Ships paid orders. The pattern is "notification plus re-read": OrderPaid only says which order changed, and
  * the order's current row decides what to do, so a duplicate, a late or an out-of-order event can never ship
  * twice or ship an unpaid order. The conditional UPDATE makes the handler idempotent by construction, which is
- * why it needs no inbox.
+ * why it needs no inbox; the row is read only when the UPDATE shipped nothing, to tell done from too early.
  */
 @Injectable()
 export class ShippingConsumer {
