@@ -261,15 +261,24 @@ function fixed(value: number, digits = 0): string {
  * Starts the order app from dist/ on `databaseUrl` (empty: it applies its migrations) with every exchange and queue
  * under `namespace`, its receipt consumer unthrottled and its stand-in receipt service at RECEIPT_LATENCY_MS.
  */
-export function startOrderApp(databaseUrl: string, namespace: string): OrderServiceProcess {
-  return OrderServiceProcess.start(ORDER_SERVICE_MAIN, {
-    DATABASE_URL: databaseUrl,
-    AMQP_URL,
-    MESSAGING_NAMESPACE: namespace,
-    PORT: '0',
-    RECEIPT_RATE_LIMIT: '0',
-    RECEIPT_LATENCY_MS,
-  });
+export function startOrderApp(
+  databaseUrl: string,
+  namespace: string,
+  nodeArgs: readonly string[] = [],
+): OrderServiceProcess {
+  return OrderServiceProcess.start(
+    ORDER_SERVICE_MAIN,
+    {
+      DATABASE_URL: databaseUrl,
+      AMQP_URL,
+      MESSAGING_NAMESPACE: namespace,
+      PORT: '0',
+      RECEIPT_RATE_LIMIT: '0',
+      RECEIPT_LATENCY_MS,
+    },
+    false,
+    nodeArgs,
+  );
 }
 
 /** The queues and exchanges the order app declares under `namespace`: what a cleanup deletes. */

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { ChannelModel } from 'amqplib';
 import { Client } from 'pg';
 import { describeExit, OrderServiceProcess } from '../apps/order-service/src/demo/order-service-process';
+import { childProfileArgs } from './cpu-profile';
 import { createEmptyBenchDatabase, type BenchDatabase } from './bench-database';
 import { ORDER_FLOW_TRUNCATE } from './hand-written/order-flow/order-flow-schema';
 import { orderFlowBrokerNames, orderFlowNames } from './hand-written/order-flow/order-topology';
@@ -72,14 +73,19 @@ export async function orderFlowCase(
     module: { runs: [], latenciesMs: [] },
   };
   // Both start at once (the app's start, migrations included, takes seconds); a start that fails still stops both.
-  const handWritten = OrderServiceProcess.start(HAND_WRITTEN_MAIN, {
-    DATABASE_URL: db.url,
-    AMQP_URL,
-    MESSAGING_NAMESPACE: handNamespace,
-    PORT: '0',
-    RECEIPT_LATENCY_MS,
-  });
-  const app = startOrderApp(appDatabase.url, appNamespace);
+  const handWritten = OrderServiceProcess.start(
+    HAND_WRITTEN_MAIN,
+    {
+      DATABASE_URL: db.url,
+      AMQP_URL,
+      MESSAGING_NAMESPACE: handNamespace,
+      PORT: '0',
+      RECEIPT_LATENCY_MS,
+    },
+    false,
+    childProfileArgs('order-flow-hand-written'),
+  );
+  const app = startOrderApp(appDatabase.url, appNamespace, childProfileArgs('order-flow-module'));
   const clients: Client[] = [];
   try {
     const services = await Promise.all([

@@ -44,6 +44,7 @@ import {
   type TransactionalCase,
 } from './transactional-report';
 import { orderFlowCase } from './transactional-order-flow';
+import { whileProfiled } from './cpu-profile';
 
 /** Transactions at once (prefetch and handlers) of both consumers: `BENCH_PREFETCH`, else 20. */
 const CONCURRENCY = Number(process.env.BENCH_PREFETCH ?? 20);
@@ -336,7 +337,7 @@ async function consumerCase(
         await resetTables(dataSource);
         await prepublish(connection, queue, MESSAGES);
         const drained = new Recorder(MESSAGES);
-        await run(drained, async () => undefined);
+        await whileProfiled(`${kind}-${who}-round${round}`, () => run(drained, async () => undefined));
         into.runs.push(drained.progress.measurement());
         await check(round, who, drained);
 
@@ -496,9 +497,14 @@ async function relayCase(
         await resetTables(dataSource);
         const before = subject.published();
         await subject.fill();
-        const end = startRun(MESSAGES);
-        await until(() => subject.published() >= before + MESSAGES, subject.published, STALL_MS);
-        const measurement: Measurement = end();
+        const measurement: Measurement = await whileProfiled(
+          `${name}-${subject.who}-round${round}`,
+          async () => {
+            const end = startRun(MESSAGES);
+            await until(() => subject.published() >= before + MESSAGES, subject.published, STALL_MS);
+            return end();
+          },
+        );
         subject.into.runs.push(measurement);
         const { messageCount } = await setup.checkQueue(sink);
         const pending = await count(dataSource, `${subject.table} WHERE status = 'pending'`);

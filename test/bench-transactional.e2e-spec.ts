@@ -1,4 +1,8 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
+import { callTree, type CpuProfile } from '../bench/flame-graph';
 import { ChildApp } from './support/child-app';
 
 /** The compiled benchmark runner (`npm run bench`). */
@@ -25,14 +29,20 @@ const NAMES = CASES.map(([name]) => name);
  * the module and once through the hand-written code (bench/hand-written/), every message must be handled by
  * both (the suite counts the inbox and outbox rows, the queue's messages and the rows left pending, and fails
  * on any shortfall; in the order flow, every order's receipt, payment and history entries), and one comparison
- * line per case is printed. No timing is asserted.
+ * line per case is printed. No timing is asserted. It runs with BENCH_PROFILE_DIR, so it also checks that each
+ * measured run leaves a CPU profile a flame graph can be drawn from.
  */
 describe('the transactional benchmark, quick form (BENCH_SUITES=transactional npm run bench)', () => {
-  afterAll(() => ChildApp.killAll());
+  const profiles = mkdtempSync(join(tmpdir(), 'rm-bench-profiles-'));
+  afterAll(() => {
+    ChildApp.killAll();
+    rmSync(profiles, { recursive: true, force: true });
+  });
 
-  it('handles every message through the module and the hand-written code in each case and prints the five comparison lines', async () => {
+  it('handles every message through the module and the hand-written code in each case, prints the five comparison lines and profiles each run', async () => {
     const bench = ChildApp.start(BENCH, {
       env: {
+        BENCH_PROFILE_DIR: profiles,
         BENCH_SUITES: 'transactional',
         BENCH_MESSAGES: String(MESSAGES),
         BENCH_ROUNDS: '1',
@@ -72,5 +82,17 @@ describe('the transactional benchmark, quick form (BENCH_SUITES=transactional np
     // The suite's table, then the same table under "All suites".
     const tableLines = bench.stdout.filter((line) => NAMES.some((name) => line.startsWith(`| ${name}: `)));
     expect(tableLines).toHaveLength(2 * NAMES.length);
+
+    // One profile per measured throughput run of the in-process cases, and one per order-flow service process.
+    const expected = [
+      ...NAMES.slice(0, 4).flatMap((name) => [`${name}-hand-written-round1`, `${name}-module-round1`]),
+      'order-flow-hand-written',
+      'order-flow-module',
+    ].map((name) => `${name}.cpuprofile`);
+    expect(readdirSync(profiles).sort()).toEqual(expected.sort());
+    for (const file of expected) {
+      const tree = callTree(JSON.parse(readFileSync(join(profiles, file), 'utf8')) as CpuProfile);
+      expect({ file, busy: tree.totalUs > 0 }).toEqual({ file, busy: true });
+    }
   }, 360_000);
 });

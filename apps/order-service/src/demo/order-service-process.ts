@@ -45,9 +45,14 @@ export class OrderServiceProcess {
     }
   }
 
-  /** Starts `node <script>` with `env` added to this process's environment. */
-  static start(script: string, env: Record<string, string>, echo = false): OrderServiceProcess {
-    const child = spawn(process.execPath, [script], {
+  /** Starts `node <script>` with `env` added to this process's environment, and Node's options `nodeArgs`. */
+  static start(
+    script: string,
+    env: Record<string, string>,
+    echo = false,
+    nodeArgs: readonly string[] = [],
+  ): OrderServiceProcess {
+    const child = spawn(process.execPath, [...nodeArgs, script], {
       env: { ...process.env, ...env, NO_COLOR: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
