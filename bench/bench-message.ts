@@ -33,10 +33,13 @@ export type BenchEnvelope = (n: number) => { body: Buffer; properties: Options.P
 
 /**
  * The n-th message as a raw amqplib client sends it with the same envelope the module writes (docs/envelope.md):
- * the same body and the same properties and headers, built per message like the module builds them.
+ * the same body and the same properties and headers, built per message like the module builds them; `message`
+ * replaces the n-th benchmark message (to give it another order id, say).
  */
-export function rawEnvelope(n: number): { body: Buffer; properties: Options.Publish } {
-  const message = benchMessage(n);
+export function rawEnvelope(
+  n: number,
+  message: BenchOrderPlaced = benchMessage(n),
+): { body: Buffer; properties: Options.Publish } {
   const messageId = randomUUID();
   return {
     body: Buffer.from(JSON.stringify(message)),

@@ -279,3 +279,15 @@ export function describeMachine(): string {
     `Node ${process.versions.node}, ${MESSAGES} messages × ${ROUNDS} rounds (median)`
   );
 }
+
+/** Polls until `done()`; fails after `timeoutMs` without progress of `progress()`. */
+export async function until(done: () => boolean, progress: () => number, timeoutMs = 60_000): Promise<void> {
+  let last = progress();
+  let lastChange = Date.now();
+  while (!done()) {
+    await new Promise((resolve) => setTimeout(resolve, 2));
+    const now = progress();
+    if (now !== last) [last, lastChange] = [now, Date.now()];
+    if (Date.now() - lastChange > timeoutMs) throw new Error(`no progress for ${timeoutMs} ms (at ${now})`);
+  }
+}

@@ -22,8 +22,8 @@ import {
 /** Handlers running at once (and the prefetch) of both consumers; the pool has a connection for each. */
 const CONCURRENCY = Number(process.env.BENCH_PREFETCH ?? 20);
 
-/** An app whose one consumer does no work of its own, with dedup on or off; both run on the same DataSource. */
-function consumerApp(
+/** An app whose one consumer does no work of its own, with dedup on or off, on `dataSource`. */
+export function consumerApp(
   exchange: string,
   queue: string,
   dedup: boolean,
@@ -56,7 +56,7 @@ function consumerApp(
   return { module: BenchInboxModule };
 }
 
-async function drain(app: DynamicModule, progress: { current?: Progress }): Promise<Measurement> {
+export async function drain(app: DynamicModule, progress: { current?: Progress }): Promise<Measurement> {
   progress.current = new Progress(MESSAGES);
   const context = await NestFactory.createApplicationContext(app, { logger: ['error', 'warn'] });
   await progress.current.finished;

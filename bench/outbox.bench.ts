@@ -94,7 +94,8 @@ async function concurrently(
   return end();
 }
 
-async function bootApp(options: ReliableMessagingModuleOptions): Promise<INestApplicationContext> {
+/** Boots an app of the messaging module alone with `options`. */
+export async function bootApp(options: ReliableMessagingModuleOptions): Promise<INestApplicationContext> {
   @Module({ imports: [ReliableMessagingModule.forRoot(options)] })
   class BenchOutboxModule {}
   return NestFactory.createApplicationContext(BenchOutboxModule, { logger: ['error', 'warn'] });

@@ -18,6 +18,7 @@ import { envelopeSuite } from './envelope.bench';
 import { memorySuite } from './memory.bench';
 import { ordersSuite } from './orders.bench';
 import { transactionalSuite } from './transactional.bench';
+import { scaleSuite } from './scale.bench';
 
 /** Every suite, run one after the other; add a new suite here. `BENCH_SUITES=consume,publish` picks some. */
 const SUITES: Suite[] = [
@@ -30,6 +31,7 @@ const SUITES: Suite[] = [
   peersSuite,
   ordersSuite,
   transactionalSuite,
+  scaleSuite,
   memorySuite,
 ];
 

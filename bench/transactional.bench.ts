@@ -32,6 +32,7 @@ import {
   ROUNDS,
   startRun,
   uniquePrefix,
+  until,
   type Comparison,
   type Measurement,
   type Suite,
@@ -369,18 +370,6 @@ function boot(module: DynamicModule | ReliableMessagingModuleOptions): Promise<I
   @Module({ imports: [ReliableMessagingModule.forRoot(module)] })
   class BenchRelayModule {}
   return NestFactory.createApplicationContext(BenchRelayModule, { logger: ['error', 'warn'] });
-}
-
-/** Polls until `done()`; fails after `timeoutMs` without progress of `progress()`. */
-async function until(done: () => boolean, progress: () => number, timeoutMs = 60_000): Promise<void> {
-  let last = progress();
-  let lastChange = Date.now();
-  while (!done()) {
-    await new Promise((resolve) => setTimeout(resolve, 2));
-    const now = progress();
-    if (now !== last) [last, lastChange] = [now, Date.now()];
-    if (Date.now() - lastChange > timeoutMs) throw new Error(`no progress for ${timeoutMs} ms (at ${now})`);
-  }
 }
 
 /**

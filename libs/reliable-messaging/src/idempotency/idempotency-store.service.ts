@@ -143,11 +143,14 @@ export class IdempotencyStore implements OnApplicationBootstrap {
     );
   }
 
-  /** Deletes up to `limit` expired keys; resolves with how many went. */
+  /**
+   * Deletes up to `limit` expired keys, the first to expire first (from the `expires_at` index, not a scan of the
+   * table: see InboxStore.prune); resolves with how many went.
+   */
   async prune(limit: number): Promise<number> {
     const [, count] = await this.dataSource().query<[unknown, number]>(
       `DELETE FROM "rm_idempotency_keys" WHERE ctid = ANY(ARRAY(SELECT ctid FROM "rm_idempotency_keys" ` +
-        `WHERE "expires_at" <= now() LIMIT $1 FOR UPDATE SKIP LOCKED))`,
+        `WHERE "expires_at" <= now() ORDER BY "expires_at" LIMIT $1 FOR UPDATE SKIP LOCKED))`,
       [limit],
     );
     return count;

@@ -33,11 +33,17 @@ export class InboxStore {
     return affected === 1;
   }
 
-  /** Deletes up to `limit` rows handled longer than `retentionMs` ago; resolves with how many went. */
+  /**
+   * Deletes up to `limit` rows handled longer than `retentionMs` ago, oldest first; resolves with how many went.
+   * The oldest first, so that the batch comes from the `processed_at` index: without an order PostgreSQL scans the
+   * table, and once pruning has freed its first pages for new rows, each batch would read past every row still
+   * kept to reach the expired ones.
+   */
   async prune(retentionMs: number, limit: number): Promise<number> {
     const [, count] = await this.dataSource().query<[unknown, number]>(
       `DELETE FROM "rm_inbox" WHERE ctid = ANY(ARRAY(SELECT ctid FROM "rm_inbox" ` +
-        `WHERE "processed_at" < now() - $1 * interval '1 millisecond' LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+        `WHERE "processed_at" < now() - $1 * interval '1 millisecond' ORDER BY "processed_at" LIMIT $2 ` +
+        `FOR UPDATE SKIP LOCKED))`,
       [retentionMs, limit],
     );
     return count;

@@ -1,0 +1,55 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { ChildApp } from './support/child-app';
+
+/** The compiled benchmark runner (`npm run bench`). */
+const BENCH = 'dist/bench/run.js';
+
+/** The suite's cases, in the order it runs them. */
+const CASES = ['inbox-growth', 'outbox-backlog'];
+
+/**
+ * The scale benchmark's quick form against the real broker and database, at small sizes: the inbox case drains
+ * through a filled inbox and an empty one, the outbox case relays a backlog of ten times the small one while rows
+ * are committed behind it, and the suite prints one line per case, the claim's plan on the large backlog, and
+ * each row committed during the drain timed to its arrival. No timing is asserted; the full sizes are
+ * `BENCH_SUITES=scale npm run bench` (docs/benchmarks.md).
+ */
+describe('the scale benchmark, quick form (BENCH_SUITES=scale npm run bench)', () => {
+  afterAll(() => ChildApp.killAll());
+
+  it('runs each case against its small form and prints the two lines, the claim plan and the waits of rows committed during a drain', async () => {
+    const bench = ChildApp.start(BENCH, {
+      env: {
+        BENCH_SUITES: 'scale',
+        BENCH_MESSAGES: '300',
+        BENCH_ROUNDS: '1',
+        BENCH_SCALE_INBOX_ROWS: '30000',
+        BENCH_SCALE_OUTBOX_ROWS: '6000',
+        BENCH_SCALE_OUTBOX_SMALL_ROWS: '600',
+        BENCH_SCALE_PROBE_RATE: '20',
+        BENCH_NAME_PREFIX: process.env.BENCH_NAME_PREFIX ?? 'rm-e2e-bench-',
+      },
+    });
+
+    const exit = await bench.waitForExit(240_000);
+
+    expect({ exit, output: bench.lines.slice(-40) }).toMatchObject({ exit: { code: 0 } });
+    const lines = bench.stdout
+      .map((line) => /^scale: ([\w-]+) large\/small (\d+\.\d\d)x$/.exec(line))
+      .filter((match) => match !== null)
+      .map(([, name, ratio]) => ({ name, ratio: Number(ratio) }));
+    expect(lines.map((line) => line.name)).toEqual(CASES);
+    for (const line of lines) expect(line.ratio).toBeGreaterThan(0);
+    const fact = (what: string): string | undefined =>
+      bench.stdout.find((line) => line.startsWith(`| outbox-backlog | ${what} |`));
+    expect(fact('the claim on the large backlog (generic plan)')).toMatch(
+      /index scan in id order: .*Index Scan using rm_outbox_pending_idx on rm_outbox o/,
+    );
+    expect(fact('a row committed during the large drain, to its arrival')).toMatch(
+      /^\| .* \| [1-9]\d* rows: p50 /,
+    );
+    expect(bench.stdout.find((line) => line.startsWith('| inbox-growth | the dedup insert'))).toMatch(
+      /Conflict Resolution: NOTHING/,
+    );
+  }, 300_000);
+});
