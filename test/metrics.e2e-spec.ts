@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { IsIn, IsString } from 'class-validator';
 import { Registry } from 'prom-client';
 import { Consume, MessageType, NonRetryableError } from 'nestjs-reliable-messaging';
+import { InboxPruner, OutboxPruner } from 'nestjs-reliable-messaging/operations';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
@@ -168,6 +169,30 @@ describe('metrics', () => {
       ),
     );
     expect([...types].sort()).toEqual(['other', TYPE]);
+  });
+
+  it('counts the rows each pruner deletes as it goes, in rm_pruned_rows_total', async () => {
+    await db.dataSource.query(
+      `INSERT INTO rm_inbox (consumer, idempotency_key, message_id, message_type, processed_at) ` +
+        `SELECT 'an-old-consumer', 'key-' || n, 'message-' || n, 'old.type', now() - interval '30 days' ` +
+        `FROM generate_series(1, 2500) n`,
+    );
+    await db.dataSource.query(
+      `INSERT INTO rm_outbox (message_id, exchange, routing_key, properties, body, status, published_at) ` +
+        `SELECT gen_random_uuid(), 'events', 'old.type', '{}', '\\x7b7d', 'published', now() - interval '30 days' ` +
+        `FROM generate_series(1, 1200)`,
+    );
+    const before = {
+      inbox: (await value('rm_pruned_rows_total', { kind: 'inbox' })) ?? 0,
+      outbox: (await value('rm_pruned_rows_total', { kind: 'outbox' })) ?? 0,
+    };
+
+    // Batches of 1,000: the inbox's 2,500 rows go in three, each counted as it commits.
+    expect(await app.get(InboxPruner).pruneNow()).toBe(2500);
+    expect(await app.get(OutboxPruner).pruneNow()).toBe(1200);
+
+    expect(await value('rm_pruned_rows_total', { kind: 'inbox' })).toBe(before.inbox + 2500);
+    expect(await value('rm_pruned_rows_total', { kind: 'outbox' })).toBe(before.outbox + 1200);
   });
 
   it('renders a Prometheus exposition whose every sample line is well formed', async () => {

@@ -1,7 +1,8 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { BatchedPruner } from '../database/batched-pruner';
+import { MessagingMetrics } from '../metrics/messaging-metrics.service';
 import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
 import { anyMessageTypeUsesClaimCheck } from '../decorators/message-type.decorator';
@@ -31,6 +32,7 @@ export class ClaimCheckPruner {
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly connection: ConsumerConnection,
     private readonly registry: ConsumerRegistry,
+    @Optional() metrics?: MessagingMetrics,
   ) {
     const { store, pruneIntervalMs, configured } = options.claimCheck;
     // Only in an app that uses the claim check: the default PostgreSQL store of an app with a dataSource serves
@@ -41,7 +43,10 @@ export class ClaimCheckPruner {
         pruneIntervalMs,
         (limit) => store.deleteExpired(limit, new Date(), this.referenced),
         this.logger,
-        () => this.mark(store),
+        {
+          beginRound: () => this.mark(store),
+          deleted: (count) => metrics?.prunedRows.inc({ kind: 'claim_check' }, count),
+        },
       );
     }
   }

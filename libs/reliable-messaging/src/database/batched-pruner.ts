@@ -5,6 +5,14 @@ import { errorMessage } from '../util/error-text';
 /** Rows one prune statement deletes: small enough to keep locks and WAL bursts short. */
 export const PRUNE_BATCH_SIZE = 1000;
 
+/** What a pruner's owner does around its batches. */
+export interface PrunerHooks {
+  /** Runs before each round's first batch; when it throws, the round deletes nothing. */
+  beginRound?: () => Promise<void>;
+  /** Told each batch's count of deleted rows, as it commits: a metric of the pruner's progress. */
+  deleted?: (count: number) => void;
+}
+
 /**
  * Deletes old rows every `intervalMs`, one batch per statement until a batch comes back short, so a large
  * backlog never becomes one long transaction. The first run starts after a random part of the interval, so
@@ -19,8 +27,7 @@ export class BatchedPruner {
     private readonly intervalMs: number,
     private readonly deleteBatch: (limit: number) => Promise<number>,
     private readonly logger: Logger,
-    /** Runs before each round's first batch; when it throws, the round deletes nothing. */
-    private readonly beginRound?: () => Promise<void>,
+    private readonly hooks: PrunerHooks = {},
   ) {}
 
   start(): void {
@@ -35,10 +42,11 @@ export class BatchedPruner {
 
   /** Deletes batches until none is full; resolves with the rows deleted. */
   async pruneNow(): Promise<number> {
-    await this.beginRound?.();
+    await this.hooks.beginRound?.();
     let total = 0;
     for (;;) {
       const deleted = await this.deleteBatch(PRUNE_BATCH_SIZE);
+      this.hooks.deleted?.(deleted);
       total += deleted;
       if (deleted < PRUNE_BATCH_SIZE || this.stopping.signal.aborted) return total;
     }

@@ -4,8 +4,10 @@ import {
   Injectable,
   Logger,
   type OnApplicationBootstrap,
+  Optional,
 } from '@nestjs/common';
 import { BatchedPruner } from '../database/batched-pruner';
+import { MessagingMetrics } from '../metrics/messaging-metrics.service';
 import { RESOLVED_IDEMPOTENCY_OPTIONS } from './idempotency-module-definition';
 import type { ResolvedIdempotencyOptions } from './idempotency.options';
 import { IdempotencyStore } from './idempotency-store.service';
@@ -23,12 +25,14 @@ export class IdempotencyKeyPruner implements OnApplicationBootstrap, BeforeAppli
   constructor(
     @Inject(RESOLVED_IDEMPOTENCY_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly store: IdempotencyStore,
+    @Optional() metrics?: MessagingMetrics,
   ) {
     this.pruner = new BatchedPruner(
       'expired idempotency keys',
       options.pruneIntervalMs,
       (limit) => this.store.prune(limit),
       this.logger,
+      { deleted: (count) => metrics?.prunedRows.inc({ kind: 'idempotency_keys' }, count) },
     );
   }
 

@@ -1,5 +1,6 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import { MessagingMetrics } from '../metrics/messaging-metrics.service';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { BatchedPruner } from '../database/batched-pruner';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
@@ -21,12 +22,14 @@ export class InboxPruner {
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly store: InboxStore,
     private readonly registry: ConsumerRegistry,
+    @Optional() metrics?: MessagingMetrics,
   ) {
     this.pruner = new BatchedPruner(
       'inbox rows',
       options.inbox.pruneIntervalMs,
       (limit) => this.store.prune(this.options.inbox.retentionMs, limit),
       this.logger,
+      { deleted: (count) => metrics?.prunedRows.inc({ kind: 'inbox' }, count) },
     );
   }
 

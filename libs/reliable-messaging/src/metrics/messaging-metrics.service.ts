@@ -49,6 +49,8 @@ export class MessagingMetrics {
   readonly staleDiscarded: Counter<QueueTypeLabels>;
   /** Time from a publish to the broker's confirm, by outcome (`confirmed` or the error class). */
   readonly publishConfirmDuration: Histogram<'exchange' | 'outcome'>;
+  /** Rows the pruners deleted, by what they prune (`inbox`, `outbox`, `idempotency_keys`, `claim_check`). */
+  readonly prunedRows: Counter<'kind'>;
 
   private readonly owned: Array<[string, Metric]> = [];
   private readonly labellers = new Map<string, (type: unknown) => string>();
@@ -106,6 +108,11 @@ export class MessagingMetrics {
       "Time from a publish to the broker's confirm.",
       ['exchange', 'outcome'],
       CONFIRM_BUCKETS,
+    );
+    this.prunedRows = this.counter(
+      'rm_pruned_rows_total',
+      'Rows (or claim-check bodies) past their retention that a pruner deleted, by what it prunes; counted per batch, so a long prune shows its progress.',
+      ['kind'],
     );
   }
 

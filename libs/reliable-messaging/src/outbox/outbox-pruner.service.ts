@@ -1,5 +1,6 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import { MessagingMetrics } from '../metrics/messaging-metrics.service';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { BatchedPruner } from '../database/batched-pruner';
 import { OutboxStore } from './outbox-store.service';
@@ -17,12 +18,14 @@ export class OutboxPruner {
   constructor(
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly store: OutboxStore,
+    @Optional() metrics?: MessagingMetrics,
   ) {
     this.pruner = new BatchedPruner(
       'published outbox rows',
       options.outbox.pruneIntervalMs,
       (limit) => this.store.prunePublished(this.options.outbox.retentionMs, limit),
       this.logger,
+      { deleted: (count) => metrics?.prunedRows.inc({ kind: 'outbox' }, count) },
     );
   }
 
