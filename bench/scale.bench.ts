@@ -1,10 +1,18 @@
 import { randomUUID } from 'node:crypto';
+import { Injectable, Module, type DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { ChannelModel } from 'amqplib';
 import type { DataSource } from 'typeorm';
-import { MessagePublisher } from 'nestjs-reliable-messaging';
-import { ConsumerRegistry, OutboxRelay } from 'nestjs-reliable-messaging/operations';
-import { benchMessage, rawEnvelope } from './bench-message';
+import {
+  Consume,
+  MessagePublisher,
+  ReliableMessagingModule,
+  type MessageContext,
+} from 'nestjs-reliable-messaging';
+import { Registry } from 'prom-client';
+import { ConsumerRegistry, InboxPruner, OutboxRelay } from 'nestjs-reliable-messaging/operations';
+import { BenchOrderPlaced, benchMessage, rawEnvelope } from './bench-message';
+import { CommitWatcher, paced, Recorder } from './commit-latency';
 import { createBenchDatabase } from './bench-database';
 import { prepublish } from './consume.bench';
 import {
@@ -38,6 +46,12 @@ const OUTBOX_SMALL_ROWS = Number(process.env.BENCH_SCALE_OUTBOX_SMALL_ROWS ?? 10
 const LARGE_ROUNDS = Number(process.env.BENCH_SCALE_LARGE_ROUNDS ?? 1);
 /** Rows committed a second while the large backlog drains, each timed to its arrival: `BENCH_SCALE_PROBE_RATE`, else 2. */
 const PROBE_RATE = Number(process.env.BENCH_SCALE_PROBE_RATE ?? 2);
+/** Expired inbox rows the prune case deletes (beside as many kept): `BENCH_SCALE_PRUNE_ROWS`, else 1,000,000. */
+const PRUNE_ROWS = Number(process.env.BENCH_SCALE_PRUNE_ROWS ?? 1_000_000);
+/** Messages a second offered in the prune case, without and during the prune: `BENCH_SCALE_PRUNE_RATE`, else 200. */
+const PRUNE_RATE = Number(process.env.BENCH_SCALE_PRUNE_RATE ?? 200);
+/** Messages of the prune case's run without a prune: `BENCH_SCALE_QUIET_MESSAGES`, else 20 s' worth. */
+const QUIET_MESSAGES = Number(process.env.BENCH_SCALE_QUIET_MESSAGES ?? 20 * PRUNE_RATE);
 /** The cases to run: `BENCH_SCALE_CASES=inbox-growth` picks some; all by default. */
 const SELECTED_CASES = process.env.BENCH_SCALE_CASES?.split(',').map((name) => name.trim());
 /** Rows one fill statement writes: a fill of millions goes in statements of this many, each its own transaction. */
@@ -49,8 +63,19 @@ const RELAY_CONCURRENCY = 2;
 /** One case of the suite: its comparison (small side as baseline), and what it reports besides. */
 interface ScaleCase {
   name: string;
-  comparison: Comparison;
+  /** Large over small: throughput for the throughput cases, p99 latency for `prune-under-load`. */
+  ratio: number;
+  /** The target the ratio must meet, and which way. */
+  target: { at: number; way: 'at least' | 'at most' };
+  /** The throughput runs, for the suite's common table; a latency case has none. */
+  comparison?: Comparison;
   facts: Array<[string, string]>;
+}
+
+/** A throughput case's ScaleCase: its ratio is the median rates' ratio, its target the comparison's. */
+function throughputCase(name: string, comparison: Comparison, facts: Array<[string, string]>): ScaleCase {
+  const ratio = medianRate(comparison.candidate) / medianRate(comparison.baseline);
+  return { name, ratio, target: { at: comparison.target, way: 'at least' }, comparison, facts };
 }
 
 const mib = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
@@ -141,15 +166,15 @@ async function inboxGrowth(prefix: string, connection: ChannelModel): Promise<Sc
         `ON CONFLICT DO NOTHING`,
       [consumer, randomUUID(), randomUUID(), 'bench.order-placed'],
     );
-    return {
-      name: 'inbox-growth',
-      comparison: {
+    return throughputCase(
+      'inbox-growth',
+      {
         suite: 'scale',
         scenario: `inbox-growth: dedup on, quorum queue, ${CONCURRENCY} at once, empty rm_inbox vs ${Number(sizes.n).toLocaleString('en')} rows`,
         ...runs,
         target: 0.9,
       },
-      facts: [
+      [
         ['filled in', seconds(fillMs)],
         [
           'table, primary key, processed_at index',
@@ -157,11 +182,161 @@ async function inboxGrowth(prefix: string, connection: ChannelModel): Promise<Sc
         ],
         ['the dedup insert on the large table', plan.replace(/\n\s*/g, '; ')],
       ],
-    };
+    );
   } finally {
     await deleteByPrefix(connection, prefix, [queues.small, queues.large, exchange]);
     await small.drop();
     await large.drop();
+  }
+}
+
+/** The inbox's retention in the prune case; its expired rows are a day older. */
+const PRUNE_RETENTION_MS = 7 * 86_400_000;
+
+/** A dedup consumer that notes its transaction for `watcher`, which times each message from send to commit. */
+function timedConsumerApp(
+  exchange: string,
+  queue: string,
+  dataSource: DataSource,
+  watcher: CommitWatcher,
+): DynamicModule {
+  @Injectable()
+  class ScaleConsumer {
+    @Consume({ queue, queueType: 'quorum', concurrency: CONCURRENCY, prefetch: CONCURRENCY, dedup: true })
+    async onOrderPlaced(event: BenchOrderPlaced, ctx: MessageContext): Promise<void> {
+      if (!ctx.manager?.queryRunner) throw new Error('a dedup consumer runs in a transaction');
+      watcher.current?.progress.started();
+      watcher.open.set(ctx.manager.queryRunner, event.orderId);
+    }
+  }
+
+  @Module({
+    imports: [
+      ReliableMessagingModule.forRoot({
+        urls: AMQP_URL,
+        exchange,
+        connectionName: `${queue}.app`,
+        dataSource,
+        outbox: { relay: false },
+        // Its own pruner finds nothing to delete: the prune measured is the pruning app's.
+        inbox: { retentionMs: 4 * PRUNE_RETENTION_MS },
+      }),
+    ],
+    providers: [ScaleConsumer],
+  })
+  class ScaleConsumerModule {}
+
+  return { module: ScaleConsumerModule };
+}
+
+/**
+ * Pruning under load: PRUNE_ROWS expired inbox rows (beside as many kept) deleted by another app's InboxPruner
+ * while a dedup consumer handles PRUNE_RATE messages a second, each timed from its send to its transaction's commit;
+ * p99 during the prune against p99 of a run without one. The prune's progress is read from the pruning app's
+ * `rm_pruned_rows_total`.
+ */
+async function pruneUnderLoad(prefix: string, connection: ChannelModel): Promise<ScaleCase> {
+  const exchange = `${prefix}.events`;
+  const queue = `${prefix}.prune-load`;
+  const db = await createBenchDatabase();
+  const channel = await connection.createConfirmChannel();
+  try {
+    const dataSource = await db.connect(CONCURRENCY + 4);
+    const watcher = new CommitWatcher();
+    dataSource.subscribers.push(watcher);
+    const consumerApp = await NestFactory.createApplicationContext(
+      timedConsumerApp(exchange, queue, dataSource, watcher),
+      { logger: ['error', 'warn'] },
+    );
+    const registry = new Registry();
+    const pruningApp = await bootApp({
+      urls: AMQP_URL,
+      exchange,
+      connectionName: `${prefix}.pruner`,
+      dataSource,
+      consumersEnabled: false,
+      outbox: { relay: false },
+      inbox: { retentionMs: PRUNE_RETENTION_MS },
+      metricsRegistry: registry,
+    });
+    try {
+      const consumer = consumerApp.get(ConsumerRegistry).consumers[0].name;
+      const fillMs = await fill(
+        dataSource,
+        2 * PRUNE_ROWS,
+        `INSERT INTO rm_inbox (consumer, idempotency_key, message_id, message_type, processed_at) ` +
+          `SELECT $2, gen_random_uuid()::text, gen_random_uuid()::text, 'bench.order-placed', ` +
+          `now() - CASE WHEN n % 2 = 0 THEN interval '8 days' ELSE interval '1 hour' END FROM generate_series(1, $1) n`,
+        [consumer],
+      );
+      await dataSource.query('VACUUM ANALYZE rm_inbox');
+      const send = (recorder: Recorder) => async (): Promise<void> => {
+        const { body, properties } = randomKeyEnvelope(0);
+        recorder.sent(String((properties.headers as Record<string, unknown>)['rm-idempotency-key']));
+        channel.sendToQueue(queue, body, properties);
+      };
+
+      const quiet = new Recorder(QUIET_MESSAGES);
+      watcher.current = quiet;
+      await Promise.all([paced(QUIET_MESSAGES, PRUNE_RATE, send(quiet)), quiet.settled()]);
+
+      const during = new Recorder(Number.MAX_SAFE_INTEGER);
+      watcher.current = during;
+      const started = performance.now();
+      let prunedMs: number | undefined;
+      const pruning = pruningApp
+        .get(InboxPruner)
+        .pruneNow()
+        .finally(() => (prunedMs = performance.now() - started));
+      let sent = 0;
+      while (prunedMs === undefined) {
+        await send(during)();
+        sent++;
+        const next = started + (sent * 1000) / PRUNE_RATE - performance.now();
+        if (next > 1) await new Promise((resolve) => setTimeout(resolve, next));
+      }
+      const pruned = await pruning;
+      await until(
+        () => during.latenciesMs.length >= sent,
+        () => during.latenciesMs.length,
+      );
+      watcher.current = undefined;
+      const counted = (await registry.getSingleMetric('rm_pruned_rows_total')?.get())?.values.find(
+        (sample) => sample.labels.kind === 'inbox',
+      )?.value;
+      const p99 = { quiet: percentile(quiet.latenciesMs, 99), during: percentile(during.latenciesMs, 99) };
+      const p50 = { quiet: percentile(quiet.latenciesMs, 50), during: percentile(during.latenciesMs, 50) };
+      const ms = (value: number): string => `${value.toFixed(1)} ms`;
+      return {
+        name: 'prune-under-load',
+        ratio: p99.during / p99.quiet,
+        target: { at: 1.5, way: 'at most' },
+        facts: [
+          [
+            'the inbox written in',
+            `${seconds(fillMs)} (${(2 * PRUNE_ROWS).toLocaleString('en')} rows, half expired)`,
+          ],
+          [
+            'the prune',
+            `${pruned.toLocaleString('en')} rows in ${seconds(prunedMs ?? 0)}, ` +
+              `${Math.round((1000 * pruned) / (prunedMs ?? 1)).toLocaleString('en')} rows/s; rm_pruned_rows_total{kind="inbox"} ${counted ?? 'missing'}`,
+          ],
+          [
+            `send to commit at ${PRUNE_RATE} msgs/s, without / during the prune`,
+            `p50 ${ms(p50.quiet)} / ${ms(p50.during)}, p99 ${ms(p99.quiet)} / ${ms(p99.during)} ` +
+              `(${quiet.latenciesMs.length} and ${during.latenciesMs.length} messages)`,
+          ],
+        ],
+      };
+    } finally {
+      dataSource.subscribers.splice(dataSource.subscribers.indexOf(watcher), 1);
+      await pruningApp.close();
+      await consumerApp.close();
+    }
+  } finally {
+    await channel.close();
+    await deleteByPrefix(connection, prefix, [queue, `${queue}.dlq`, exchange]);
+    await db.drop();
   }
 }
 
@@ -330,15 +505,15 @@ async function outboxBacklog(prefix: string, connection: ChannelModel): Promise<
     const indexScan =
       /Index Scan using rm_outbox_pending_idx on rm_outbox o/.test(plan) &&
       !/Sort|Seq Scan on rm_outbox o/.test(plan);
-    return {
-      name: 'outbox-backlog',
-      comparison: {
+    return throughputCase(
+      'outbox-backlog',
+      {
         suite: 'scale',
         scenario: `outbox-backlog: relay, batch ${BATCH}, ${RELAY_CONCURRENCY} rounds at once, quorum queue, ${OUTBOX_SMALL_ROWS.toLocaleString('en')} vs ${OUTBOX_ROWS.toLocaleString('en')} pending rows`,
         ...runs,
         target: 0.8,
       },
-      facts: [
+      [
         ['the large backlog written in', seconds(largeFillMs)],
         [
           'the claim on the large backlog (generic plan)',
@@ -356,7 +531,7 @@ async function outboxBacklog(prefix: string, connection: ChannelModel): Promise<
               `the first came ${remainingAtProbe.toLocaleString('en')} rows behind, ${seconds((1000 * remainingAtProbe) / drainRate)} at the drain's rate`,
         ],
       ],
-    };
+    );
   } finally {
     await setup.close();
     await deleteByPrefix(connection, prefix, [sink, probes, exchange]);
@@ -364,24 +539,25 @@ async function outboxBacklog(prefix: string, connection: ChannelModel): Promise<
   }
 }
 
-function ratio(comparison: Comparison): number {
-  return medianRate(comparison.candidate) / medianRate(comparison.baseline);
-}
-
 /** The line the release checks read for a case. */
 export function scaleLine(entry: ScaleCase): string {
-  return `scale: ${entry.name} large/small ${ratio(entry.comparison).toFixed(2)}x`;
+  return `scale: ${entry.name} large/small ${entry.ratio.toFixed(2)}x`;
+}
+
+function met(entry: ScaleCase): boolean {
+  return entry.target.way === 'at least' ? entry.ratio >= entry.target.at : entry.ratio <= entry.target.at;
 }
 
 function formatScaleTable(cases: readonly ScaleCase[]): string {
   const lines = ['| case | what | measured |', '| --- | --- | --- |'];
   for (const entry of cases) {
-    const met = ratio(entry.comparison) >= entry.comparison.target ? 'met' : 'NOT met';
+    const what = entry.comparison ? 'large/small throughput' : 'large/small p99 latency';
+    const target = `${entry.target.way === 'at least' ? '≥' : '≤'} ${entry.target.at}x`;
     lines.push(
-      `| ${entry.name} | large/small throughput (target ≥ ${entry.comparison.target}x) | ${ratio(entry.comparison).toFixed(2)}x, ${met} |`,
+      `| ${entry.name} | ${what} (target ${target}) | ${entry.ratio.toFixed(2)}x, ${met(entry) ? 'met' : 'NOT met'} |`,
     );
-    for (const [what, measured] of entry.facts)
-      lines.push(`| ${entry.name} | ${what} | ${measured.replace(/\|/g, '/')} |`);
+    for (const [fact, measured] of entry.facts)
+      lines.push(`| ${entry.name} | ${fact} | ${measured.replace(/\|/g, '/')} |`);
   }
   return lines.join('\n');
 }
@@ -398,6 +574,7 @@ export const scaleSuite: Suite = {
     try {
       const runs: Array<[string, () => Promise<ScaleCase>]> = [
         ['inbox-growth', () => inboxGrowth(prefix, connection)],
+        ['prune-under-load', () => pruneUnderLoad(prefix, connection)],
         ['outbox-backlog', () => outboxBacklog(prefix, connection)],
       ];
       const cases: ScaleCase[] = [];
@@ -405,7 +582,7 @@ export const scaleSuite: Suite = {
         if (!SELECTED_CASES || SELECTED_CASES.includes(name)) cases.push(await run());
       for (const entry of cases) console.log(scaleLine(entry));
       return {
-        comparisons: cases.map((entry) => entry.comparison),
+        comparisons: cases.flatMap((entry) => (entry.comparison ? [entry.comparison] : [])),
         latencies: [],
         tables: [formatScaleTable(cases)],
       };

@@ -2,7 +2,7 @@ import { Injectable, Module, type DynamicModule, type INestApplicationContext } 
 import { NestFactory } from '@nestjs/core';
 import type { ChannelModel } from 'amqplib';
 import pg from 'pg';
-import type { DataSource, EntitySubscriberInterface, QueryRunner, TransactionCommitEvent } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import {
   Consume,
   MessagePublisher,
@@ -27,7 +27,6 @@ import {
   AMQP_URL,
   deleteByPrefix,
   MESSAGES,
-  Progress,
   rawConnection,
   ROUNDS,
   startRun,
@@ -46,6 +45,7 @@ import {
 } from './transactional-report';
 import { orderFlowCase } from './transactional-order-flow';
 import { whileProfiled } from './cpu-profile';
+import { CommitWatcher, paced, Recorder } from './commit-latency';
 
 /** Transactions at once (prefetch and handlers) of both consumers: `BENCH_PREFETCH`, else 20. */
 const CONCURRENCY = Number(process.env.BENCH_PREFETCH ?? 20);
@@ -76,72 +76,8 @@ const BUSINESS_TABLES = [
 const BUSINESS_UPDATE =
   'UPDATE customers SET order_count = order_count + 1, total_cents = total_cents + $2 WHERE id = $1';
 
-/**
- * Counts handled messages and, for messages sent at a pace, their latency from send to commit. One per run.
- */
-class Recorder {
-  readonly progress: Progress;
-  readonly latenciesMs: number[] = [];
-  private readonly sentAt = new Map<string, number>();
-
-  constructor(readonly expected: number) {
-    this.progress = new Progress(expected);
-  }
-
-  sent(key: string): void {
-    this.sentAt.set(key, performance.now());
-  }
-
-  /** Resolves once every message was handled; rejects, saying how many were, when none was for STALL_MS. */
-  async settled(): Promise<void> {
-    let stalled: NodeJS.Timeout | undefined;
-    const stall = new Promise<never>((_, reject) => {
-      let last = -1;
-      const look = (): void => {
-        if (this.progress.count === last) {
-          reject(new Error(`handled ${this.progress.count} of ${this.expected}, none for ${STALL_MS} ms`));
-          return;
-        }
-        last = this.progress.count;
-        stalled = setTimeout(look, STALL_MS);
-      };
-      look();
-    });
-    try {
-      await Promise.race([this.progress.finished, stall]);
-    } finally {
-      clearTimeout(stalled);
-    }
-  }
-
-  handled(key: string): void {
-    const sent = this.sentAt.get(key);
-    if (sent !== undefined) {
-      this.latenciesMs.push(performance.now() - sent);
-      this.sentAt.delete(key);
-    }
-    this.progress.completed();
-  }
-}
-
 /** The messages of a case: what a consumer's transaction writes besides its inbox row. */
 type ConsumerCase = 'inbox-only' | 'consume-update-outbox';
-
-/**
- * Tells when a module handler's transaction committed: the handler notes its query runner, and TypeORM's
- * afterTransactionCommit event (which the module's transactions broadcast) reports the message handled.
- */
-class CommitWatcher implements EntitySubscriberInterface {
-  readonly open = new Map<QueryRunner, string>();
-  current?: Recorder;
-
-  afterTransactionCommit(event: TransactionCommitEvent): void {
-    const key = this.open.get(event.queryRunner);
-    if (key === undefined) return;
-    this.open.delete(event.queryRunner);
-    this.current?.handled(key);
-  }
-}
 
 /** The module's side of a consumer case: a dedup consumer whose handler does the case's work in its transaction. */
 function moduleConsumerApp(
@@ -229,22 +165,6 @@ async function resetTables(dataSource: DataSource): Promise<void> {
 async function count(dataSource: DataSource, sql: string): Promise<number> {
   const [row] = await dataSource.query<Array<{ n: number }>>(`SELECT count(*)::int AS n FROM ${sql}`);
   return row.n;
-}
-
-/** Sends `total` messages at `rate` per second with `send(n)`; rejects with the first send that failed. */
-async function paced(total: number, rate: number, send: (n: number) => Promise<void>): Promise<void> {
-  const started = performance.now();
-  const sends: Promise<void>[] = [];
-  for (let n = 0; n < total; n++) {
-    const wait = started + (n * 1000) / rate - performance.now();
-    if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
-    const sent = send(n);
-    // NOTE: the rejection is handled here at once and thrown from Promise.all below; a send left unawaited
-    // until then would be an unhandled rejection, which ends the process before the suite cleans up.
-    sent.catch(() => undefined);
-    sends.push(sent);
-  }
-  await Promise.all(sends);
 }
 
 /**
@@ -337,13 +257,13 @@ async function consumerCase(
       ] as const) {
         await resetTables(dataSource);
         await prepublish(connection, queue, MESSAGES);
-        const drained = new Recorder(MESSAGES);
+        const drained = new Recorder(MESSAGES, STALL_MS);
         await whileProfiled(`${kind}-${who}-round${round}`, () => run(drained, async () => undefined));
         into.runs.push(drained.progress.measurement());
         await check(round, who, drained);
 
         await resetTables(dataSource);
-        const timed = new Recorder(LATENCY_MESSAGES);
+        const timed = new Recorder(LATENCY_MESSAGES, STALL_MS);
         await run(timed, () =>
           paced(LATENCY_MESSAGES, LATENCY_RATE, async (n) => {
             const { body, properties } = rawEnvelope(n);
@@ -530,7 +450,7 @@ async function relayLatency(
   sink: string,
   commit: (n: number) => Promise<void>,
 ): Promise<number[]> {
-  const recorder = new Recorder(LATENCY_MESSAGES);
+  const recorder = new Recorder(LATENCY_MESSAGES, STALL_MS);
   const arrivedFirst = new Set<string>();
   const committed = new Set<string>();
   const channel = await connection.createChannel();

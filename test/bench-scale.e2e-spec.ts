@@ -5,19 +5,20 @@ import { ChildApp } from './support/child-app';
 const BENCH = 'dist/bench/run.js';
 
 /** The suite's cases, in the order it runs them. */
-const CASES = ['inbox-growth', 'outbox-backlog'];
+const CASES = ['inbox-growth', 'prune-under-load', 'outbox-backlog'];
 
 /**
  * The scale benchmark's quick form against the real broker and database, at small sizes: the inbox case drains
  * through a filled inbox and an empty one, the outbox case relays a backlog of ten times the small one while rows
- * are committed behind it, and the suite prints one line per case, the claim's plan on the large backlog, and
- * each row committed during the drain timed to its arrival. No timing is asserted; the full sizes are
+ * are committed behind it, the prune case deletes its expired inbox rows while messages are handled, and the
+ * suite prints one line per case, the claim's plan on the large backlog, each row committed during the drain
+ * timed to its arrival, and the prune's rows as its metric counted them. No timing is asserted; the full sizes are
  * `BENCH_SUITES=scale npm run bench` (docs/benchmarks.md).
  */
 describe('the scale benchmark, quick form (BENCH_SUITES=scale npm run bench)', () => {
   afterAll(() => ChildApp.killAll());
 
-  it('runs each case against its small form and prints the two lines, the claim plan and the waits of rows committed during a drain', async () => {
+  it('runs each case against its small form and prints its line, the claim plan, the waits of rows committed during a drain and the prune counted', async () => {
     const bench = ChildApp.start(BENCH, {
       env: {
         BENCH_SUITES: 'scale',
@@ -27,6 +28,8 @@ describe('the scale benchmark, quick form (BENCH_SUITES=scale npm run bench)', (
         BENCH_SCALE_OUTBOX_ROWS: '6000',
         BENCH_SCALE_OUTBOX_SMALL_ROWS: '600',
         BENCH_SCALE_PROBE_RATE: '20',
+        BENCH_SCALE_PRUNE_ROWS: '20000',
+        BENCH_SCALE_QUIET_MESSAGES: '100',
         BENCH_NAME_PREFIX: process.env.BENCH_NAME_PREFIX ?? 'rm-e2e-bench-',
       },
     });
@@ -50,6 +53,10 @@ describe('the scale benchmark, quick form (BENCH_SUITES=scale npm run bench)', (
     );
     expect(bench.stdout.find((line) => line.startsWith('| inbox-growth | the dedup insert'))).toMatch(
       /Conflict Resolution: NOTHING/,
+    );
+    // Every expired row pruned, and counted by the pruning app's metric.
+    expect(bench.stdout.find((line) => line.startsWith('| prune-under-load | the prune |'))).toMatch(
+      /\| 20,000 rows in .* rm_pruned_rows_total\{kind="inbox"\} 20000 \|$/,
     );
   }, 300_000);
 });
