@@ -1,4 +1,8 @@
+import { execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
 import { Injectable, Module, type DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { ChannelModel } from 'amqplib';
@@ -32,6 +36,7 @@ import {
   type Suite,
 } from './harness';
 import { consumerApp, drain } from './inbox.bench';
+import { manyConsumersQueue } from './many-consumers-queue';
 import { bootApp } from './outbox.bench';
 
 /** Handlers at once (and prefetch) of the inbox case's consumers, as in the inbox suite. */
@@ -52,6 +57,8 @@ const PRUNE_ROWS = Number(process.env.BENCH_SCALE_PRUNE_ROWS ?? 1_000_000);
 const PRUNE_RATE = Number(process.env.BENCH_SCALE_PRUNE_RATE ?? 200);
 /** Messages of the prune case's run without a prune: `BENCH_SCALE_QUIET_MESSAGES`, else 20 s' worth. */
 const QUIET_MESSAGES = Number(process.env.BENCH_SCALE_QUIET_MESSAGES ?? 20 * PRUNE_RATE);
+/** Consumers of the many-consumers case's two apps: `BENCH_SCALE_CONSUMERS`, else `10,200`. */
+const CONSUMER_COUNTS = (process.env.BENCH_SCALE_CONSUMERS ?? '10,200').split(',').map(Number);
 /** The cases to run: `BENCH_SCALE_CASES=inbox-growth` picks some; all by default. */
 const SELECTED_CASES = process.env.BENCH_SCALE_CASES?.split(',').map((name) => name.trim());
 /** Rows one fill statement writes: a fill of millions goes in statements of this many, each its own transaction. */
@@ -65,6 +72,8 @@ interface ScaleCase {
   name: string;
   /** Large over small: throughput for the throughput cases, p99 latency for `prune-under-load`. */
   ratio: number;
+  /** What the ratio compares, when not throughput. */
+  what?: string;
   /** The target the ratio must meet, and which way. */
   target: { at: number; way: 'at least' | 'at most' };
   /** The throughput runs, for the suite's common table; a latency case has none. */
@@ -310,6 +319,7 @@ async function pruneUnderLoad(prefix: string, connection: ChannelModel): Promise
       return {
         name: 'prune-under-load',
         ratio: p99.during / p99.quiet,
+        what: 'during/without the prune, p99 send to commit',
         target: { at: 1.5, way: 'at most' },
         facts: [
           [
@@ -338,6 +348,163 @@ async function pruneUnderLoad(prefix: string, connection: ChannelModel): Promise
     await deleteByPrefix(connection, prefix, [queue, `${queue}.dlq`, exchange]);
     await db.drop();
   }
+}
+
+/** What the many-consumers process reports (bench/many-consumers-app.ts). */
+interface ManyConsumersReport {
+  startupMs: number;
+  booted: { rss: number; heapUsed: number };
+  channels: number;
+  connections: number;
+  drain?: { seconds: number; cpuMicros: number; messages: number };
+}
+
+/** The module's connections named `<connectionName>:<role>` and their channels, as the broker lists them. */
+async function brokerConnections(connectionName: string): Promise<{ connections: number; channels: number }> {
+  const { stdout } = await promisify(execFile)('rabbitmqctl', [
+    '-q',
+    'list_connections',
+    'client_properties',
+    'channels',
+    '--formatter',
+    'json',
+  ]);
+  const listed = JSON.parse(stdout) as Array<{
+    client_properties: Array<[string, string, unknown]>;
+    channels: number;
+  }>;
+  const ours = listed.filter((connection) =>
+    connection.client_properties.some(
+      ([key, , value]) => key === 'connection_name' && String(value).startsWith(`${connectionName}:`),
+    ),
+  );
+  return {
+    connections: ours.length,
+    channels: ours.reduce((sum, connection) => sum + connection.channels, 0),
+  };
+}
+
+/**
+ * Runs the many-consumers process with `count` consumers: it boots and reports; with `messages`, they are then
+ * published spread over its queues and it reports their drain; the broker's view of its connections is read while
+ * it runs; then it is told to stop.
+ */
+async function runManyConsumers(
+  prefix: string,
+  count: number,
+  connection: ChannelModel,
+  messages = 0,
+): Promise<ManyConsumersReport> {
+  const child = spawn(process.execPath, ['--expose-gc', join(__dirname, 'many-consumers-app.js')], {
+    env: {
+      ...process.env,
+      SCALE_PREFIX: prefix,
+      SCALE_CONSUMERS: String(count),
+      SCALE_EXPECT: String(messages),
+    },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // Every event the process reported, in order; `next` takes the first of a kind, waiting for it if need be.
+  const reported: Array<Record<string, unknown>> = [];
+  let arrived = (): void => undefined;
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    reported.push(JSON.parse(line) as Record<string, unknown>);
+    arrived();
+  });
+  const next = async (event: string): Promise<Record<string, unknown>> => {
+    for (;;) {
+      const found = reported.findIndex((entry) => entry.event === event);
+      if (found >= 0) return reported.splice(found, 1)[0];
+      const code = await Promise.race([
+        exited,
+        new Promise<undefined>((resolve) => (arrived = () => resolve(undefined))),
+      ]);
+      if (code !== undefined && !reported.some((entry) => entry.event === event))
+        throw new Error(`the many-consumers process (${count}) exited with ${code} before '${event}'`);
+    }
+  };
+  try {
+    const ready = await next('ready');
+    const broker = await brokerConnections(`${prefix}.many-${count}`);
+    let drain: ManyConsumersReport['drain'];
+    if (messages > 0) {
+      const channel = await connection.createConfirmChannel();
+      for (let n = 0; n < messages; n++) {
+        const { body, properties } = rawEnvelope(n);
+        if (!channel.sendToQueue(manyConsumersQueue(prefix, count, n % count), body, properties))
+          await new Promise((resolve) => channel.once('drain', resolve));
+      }
+      await channel.waitForConfirms();
+      await channel.close();
+      drain = (await next('drained')) as unknown as ManyConsumersReport['drain'];
+    }
+    child.stdin.write('stop\n');
+    if ((await exited) !== 0) throw new Error(`the many-consumers process (${count}) failed`);
+    return {
+      startupMs: Number(ready.startupMs),
+      booted: ready.booted as ManyConsumersReport['booted'],
+      ...broker,
+      drain,
+    };
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  }
+}
+
+/**
+ * Many consumers: one process with CONSUMER_COUNTS[1] `@Consume()` handlers on as many quorum queues against one
+ * with CONSUMER_COUNTS[0]: start-up time (first start, which declares the queues, and a later one), RSS after a
+ * full GC, the broker's connections and channels, and CPU per message for MESSAGES messages spread over the queues
+ * (the same total load). Targets: start-up ≤ 10 s, RSS growth ≤ 1 MiB per consumer.
+ */
+async function manyConsumers(prefix: string, connection: ChannelModel): Promise<ScaleCase> {
+  const [small, large] = CONSUMER_COUNTS;
+  const runs: Record<number, { cold: ManyConsumersReport; warm: ManyConsumersReport }> = {};
+  try {
+    for (const count of [small, large]) {
+      const cold = await runManyConsumers(prefix, count, connection);
+      const warm = await runManyConsumers(prefix, count, connection, MESSAGES);
+      runs[count] = { cold, warm };
+    }
+  } finally {
+    await deleteByPrefix(connection, `${prefix}.many-`, [`${prefix}.events`]);
+  }
+  const cpu = (count: number): number => {
+    const drain = runs[count].warm.drain!;
+    return drain.cpuMicros / drain.messages;
+  };
+  const rssPerConsumer =
+    (runs[large].warm.booted.rss - runs[small].warm.booted.rss) / (large - small) / 2 ** 20;
+  const slowestStart = Math.max(
+    ...[small, large].flatMap((count) => [runs[count].cold.startupMs, runs[count].warm.startupMs]),
+  );
+  const describe = (count: number): string => {
+    const { cold, warm } = runs[count];
+    return (
+      `start ${seconds(cold.startupMs)} first, ${seconds(warm.startupMs)} after; RSS ${mib(warm.booted.rss)}, ` +
+      `heap ${mib(warm.booted.heapUsed)}; ${warm.connections} connections, ${warm.channels} channels; ` +
+      `${Math.round(cpu(count))} µs CPU a message`
+    );
+  };
+  return {
+    name: 'many-consumers',
+    ratio: cpu(large) / cpu(small),
+    target: { at: 1.25, way: 'at most' },
+    what: 'large/small CPU per message',
+    facts: [
+      [`${small} consumers`, describe(small)],
+      [`${large} consumers`, describe(large)],
+      [
+        'start-up (target ≤ 10 s)',
+        `slowest ${seconds(slowestStart)}: ${slowestStart <= 10_000 ? 'met' : 'NOT met'}`,
+      ],
+      [
+        'RSS per consumer (target ≤ 1 MiB)',
+        `${rssPerConsumer.toFixed(2)} MiB: ${rssPerConsumer <= 1 ? 'met' : 'NOT met'}`,
+      ],
+    ],
+  };
 }
 
 /** What the claim's EXPLAIN needs of the relay's store: its claim, run on a runner, and the rollback that ends it. */
@@ -551,7 +718,7 @@ function met(entry: ScaleCase): boolean {
 function formatScaleTable(cases: readonly ScaleCase[]): string {
   const lines = ['| case | what | measured |', '| --- | --- | --- |'];
   for (const entry of cases) {
-    const what = entry.comparison ? 'large/small throughput' : 'large/small p99 latency';
+    const what = entry.what ?? 'large/small throughput';
     const target = `${entry.target.way === 'at least' ? '≥' : '≤'} ${entry.target.at}x`;
     lines.push(
       `| ${entry.name} | ${what} (target ${target}) | ${entry.ratio.toFixed(2)}x, ${met(entry) ? 'met' : 'NOT met'} |`,
@@ -576,6 +743,7 @@ export const scaleSuite: Suite = {
         ['inbox-growth', () => inboxGrowth(prefix, connection)],
         ['prune-under-load', () => pruneUnderLoad(prefix, connection)],
         ['outbox-backlog', () => outboxBacklog(prefix, connection)],
+        ['many-consumers', () => manyConsumers(prefix, connection)],
       ];
       const cases: ScaleCase[] = [];
       for (const [name, run] of runs)

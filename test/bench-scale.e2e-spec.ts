@@ -5,14 +5,15 @@ import { ChildApp } from './support/child-app';
 const BENCH = 'dist/bench/run.js';
 
 /** The suite's cases, in the order it runs them. */
-const CASES = ['inbox-growth', 'prune-under-load', 'outbox-backlog'];
+const CASES = ['inbox-growth', 'prune-under-load', 'outbox-backlog', 'many-consumers'];
 
 /**
  * The scale benchmark's quick form against the real broker and database, at small sizes: the inbox case drains
  * through a filled inbox and an empty one, the outbox case relays a backlog of ten times the small one while rows
  * are committed behind it, the prune case deletes its expired inbox rows while messages are handled, and the
  * suite prints one line per case, the claim's plan on the large backlog, each row committed during the drain
- * timed to its arrival, and the prune's rows as its metric counted them. No timing is asserted; the full sizes are
+ * timed to its arrival, the prune's rows as its metric counted them, and each many-consumers process's start-up,
+ * memory, channels and CPU a message. No timing is asserted; the full sizes are
  * `BENCH_SUITES=scale npm run bench` (docs/benchmarks.md).
  */
 describe('the scale benchmark, quick form (BENCH_SUITES=scale npm run bench)', () => {
@@ -30,6 +31,7 @@ describe('the scale benchmark, quick form (BENCH_SUITES=scale npm run bench)', (
         BENCH_SCALE_PROBE_RATE: '20',
         BENCH_SCALE_PRUNE_ROWS: '20000',
         BENCH_SCALE_QUIET_MESSAGES: '100',
+        BENCH_SCALE_CONSUMERS: '2,6',
         BENCH_NAME_PREFIX: process.env.BENCH_NAME_PREFIX ?? 'rm-e2e-bench-',
       },
     });
@@ -54,6 +56,14 @@ describe('the scale benchmark, quick form (BENCH_SUITES=scale npm run bench)', (
     expect(bench.stdout.find((line) => line.startsWith('| inbox-growth | the dedup insert'))).toMatch(
       /Conflict Resolution: NOTHING/,
     );
+    // Each process's start-up, memory, broker channels (one per consumer, and the publisher's) and CPU a message.
+    for (const count of [2, 6]) {
+      expect(bench.stdout.find((line) => line.startsWith(`| many-consumers | ${count} consumers |`))).toMatch(
+        new RegExp(
+          `start .* first, .* after; RSS \\d+ MiB, heap \\d+ MiB; 2 connections, ${count + 1} channels; \\d+ µs CPU a message`,
+        ),
+      );
+    }
     // Every expired row pruned, and counted by the pruning app's metric.
     expect(bench.stdout.find((line) => line.startsWith('| prune-under-load | the prune |'))).toMatch(
       /\| 20,000 rows in .* rm_pruned_rows_total\{kind="inbox"\} 20000 \|$/,
