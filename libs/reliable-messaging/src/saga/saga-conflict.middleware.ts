@@ -1,0 +1,39 @@
+import { Logger } from '@nestjs/common';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
+import { SagaConflictError } from '../errors/saga-conflict.error';
+import type { MessageMiddleware } from '../pipeline/message-middleware';
+
+const logger = new Logger('ReliableMessaging');
+
+/**
+ * For a `@SagaStep()` consumer: a step that lost the race for its instance (SagaConflictError, its transaction
+ * rolled back) runs again at once as the same attempt, in a fresh transaction that reads the instance as the
+ * winner left it. The conflict is no fault of the message, so it spends no attempt and is not requeued; after
+ * the saga's `maxConflictReruns` it goes on up as an ordinary failure, which the retry policy counts.
+ *
+ * Outside the deadline (each run gets a deadline of its own) and inside the rate limit and the database pause.
+ */
+export function sagaConflictStage(
+  consumer: Pick<ConsumerPlan, 'name' | 'saga'>,
+): MessageMiddleware | undefined {
+  const step = consumer.saga;
+  if (!step) return undefined;
+  return (next) => async (delivery) => {
+    for (let rerun = 1; ; rerun++) {
+      try {
+        await next(delivery);
+        return;
+      } catch (error) {
+        if (!(error instanceof SagaConflictError) || delivery.isSettled || delivery.lingering) throw error;
+        if (rerun > step.maxConflictReruns) {
+          logger.warn(
+            `${consumer.name}: ${error.message}; still conflicting after ${step.maxConflictReruns} re-runs`,
+          );
+          throw error;
+        }
+        logger.debug(`${consumer.name}: ${error.message}; running the step again (${rerun})`);
+        delivery.retryInPlace(delivery.attempt);
+      }
+    }
+  };
+}
