@@ -23,8 +23,9 @@ export interface SagaOptions {
   maxStateBytes?: number;
   /**
    * How many times a step that lost a race for its instance (another step updated it first) runs again at once, in a
-   * fresh transaction, without spending an attempt; past that the conflict is an ordinary, retried failure.
-   * Default: 25.
+   * fresh transaction that locks the instance as it reads it, without spending an attempt; past that the conflict is
+   * an ordinary, retried failure. A locked re-run loses again only to a concurrent start of the instance, so one
+   * re-run is nearly always enough. Default: 10.
    */
   maxConflictReruns?: number;
 }

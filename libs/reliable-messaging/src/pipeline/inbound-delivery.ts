@@ -18,6 +18,11 @@ export class InboundDelivery {
   private attemptAbort = new AttemptAbort();
   envelope?: Envelope;
   attempt = 1;
+  /**
+   * How many times this attempt ran again at once after losing a race for a row it writes (a saga step's
+   * instance, saga/saga-conflict.middleware.ts); 0 on its first run. Kept across `retryInPlace()`.
+   */
+  reruns = 0;
   payload?: unknown;
   /** The full body a claim check kept in its store, once the claim-check stage has read it; decoded instead of the wire body. */
   claimedBody?: Buffer;

@@ -8,7 +8,8 @@ const logger = new Logger('ReliableMessaging');
 /**
  * For a `@SagaStep()` consumer: a step that lost the race for its instance (SagaConflictError, its transaction
  * rolled back) runs again at once as the same attempt, in a fresh transaction that reads the instance as the
- * winner left it. The conflict is no fault of the message, so it spends no attempt and is not requeued; after
+ * winner left it, and locks it (the saga stage reads it FOR UPDATE on a re-run): a step that lost once cannot lose
+ * again to a step still reading, so under contention for one instance no step starves. The conflict is no fault of the message, so it spends no attempt and is not requeued; after
  * the saga's `maxConflictReruns` it goes on up as an ordinary failure, which the retry policy counts.
  *
  * Outside the deadline (each run gets a deadline of its own) and inside the rate limit and the database pause.
@@ -33,6 +34,7 @@ export function sagaConflictStage(
         }
         logger.debug(`${consumer.name}: ${error.message}; running the step again (${rerun})`);
         delivery.retryInPlace(delivery.attempt);
+        delivery.reruns = rerun;
       }
     }
   };

@@ -15,7 +15,7 @@ import type { SagaStepPlan } from './saga-step-plan';
 const SAGA_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
 export const DEFAULT_MAX_STATE_BYTES = 65_536;
-export const DEFAULT_MAX_CONFLICT_RERUNS = 25;
+export const DEFAULT_MAX_CONFLICT_RERUNS = 10;
 
 const MISSING_POLICIES = ['start', 'ignore', 'dead-letter'];
 const COMPLETED_POLICIES = ['ignore', 'dead-letter'];

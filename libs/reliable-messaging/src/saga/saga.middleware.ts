@@ -18,7 +18,7 @@ const logger = new Logger('ReliableMessaging');
  * rows and the instance, committed before the ack.
  *
  * The write is optimistic: it inserts a new instance unless one exists for the key, or updates the instance if
- * it still has the version the step read. When another step got there first nothing is written and the stage
+ * it still has the version the step read (a re-run reads it locked, see saga-conflict.middleware.ts). When another step got there first nothing is written and the stage
  * throws SagaConflictError, which rolls the transaction back; the conflict stage outside runs the step again.
  */
 export function sagaStage(consumer: Pick<ConsumerPlan, 'saga'>): MessageMiddleware | undefined {
@@ -30,7 +30,7 @@ export function sagaStage(consumer: Pick<ConsumerPlan, 'saga'>): MessageMiddlewa
     if (!manager || !envelope)
       throw new Error('the saga stage runs inside the inbox transaction, after decoding');
     const key = correlationKey(step.correlate, delivery.payload as object, step.step);
-    const found = await loadInstance(manager, step.saga, key);
+    const found = await loadInstance(manager, step.saga, key, delivery.reruns > 0);
     const message = { messageId: envelope.messageId, messageType: envelope.type, step: step.step };
     const where = `${step.step}: message ${envelope.messageId} for saga '${step.saga}' instance '${key}'`;
     if (!found && step.onMissing !== 'start') {
