@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { IsInt, IsString } from 'class-validator';
 import { MessageType, Saga, SagaInstances, SagaStep, type SagaContext } from 'nestjs-reliable-messaging';
+import { MessagingMetrics } from 'nestjs-reliable-messaging/operations';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
@@ -170,6 +171,10 @@ describe('saga concurrency: steps racing for one instance lose no update and spe
     expect(runs.counts.length).toBeGreaterThan(COUNTERS);
     expect(new Set(runs.counts)).toEqual(new Set([1]));
     expect(await broker.queueDepth(`${TALLY}.tally.counted.dlq`)).toBe(0);
+    // Each lost race is counted: the runs beyond one per message.
+    const conflicts = await app.get(MessagingMetrics).sagaConflicts.get();
+    const sample = conflicts.values.find((value) => value.labels.queue === `${TALLY}.tally.counted`);
+    expect(sample?.value).toBe(runs.counts.length - COUNTERS);
   });
 
   it('with maxConflictReruns 0, a lost race is an ordinary failure, retried as the next attempt, and no update is lost', async () => {

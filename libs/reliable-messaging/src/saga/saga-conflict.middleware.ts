@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { SagaConflictError } from '../errors/saga-conflict.error';
 import type { MessageMiddleware } from '../pipeline/message-middleware';
+import type { StageDependencies } from '../pipeline/pipeline-stage';
 
 const logger = new Logger('ReliableMessaging');
 
@@ -16,6 +17,7 @@ const logger = new Logger('ReliableMessaging');
  */
 export function sagaConflictStage(
   consumer: Pick<ConsumerPlan, 'name' | 'saga'>,
+  { metrics }: Pick<StageDependencies, 'metrics'>,
 ): MessageMiddleware | undefined {
   const step = consumer.saga;
   if (!step) return undefined;
@@ -26,6 +28,7 @@ export function sagaConflictStage(
         return;
       } catch (error) {
         if (!(error instanceof SagaConflictError) || delivery.isSettled || delivery.lingering) throw error;
+        metrics.recordSagaConflict(delivery);
         if (rerun > step.maxConflictReruns) {
           logger.warn(
             `${consumer.name}: ${error.message}; still conflicting after ${step.maxConflictReruns} re-runs`,
