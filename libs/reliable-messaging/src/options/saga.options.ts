@@ -15,11 +15,17 @@ export interface SagaOptions {
    * releases. Letters, digits, `.`, `_` and `-`, at most 100 characters.
    */
   name: string;
-  /** The prefix of its steps' queues: a step reads `<queuePrefix>.<message type>` unless it names a queue. Default: `name`. */
+  /**
+   * The prefix of its steps' queues: a step reads `<queuePrefix>.<message type>` unless it names a queue.
+   * Default: `name`.
+   */
   queuePrefix?: string;
   /** The state a new instance starts with, before its first step runs. Default: `() => ({})`. */
   initialState?: () => object;
-  /** The largest state accepted, in bytes of its JSON; a step that leaves a larger one is dead-lettered. Default: 65536. */
+  /**
+   * The largest state accepted, in bytes of its JSON; a step that leaves a larger one is dead-lettered
+   * (`saga-state-invalid`). Default: 65536.
+   */
   maxStateBytes?: number;
   /**
    * How many times a step that lost a race for its instance (another step updated it first) runs again at once, in a
@@ -48,7 +54,8 @@ export type SagaStepConsumeOptions = Pick<
 export interface SagaStepOptions<M extends object = object> extends SagaStepConsumeOptions {
   /**
    * Reads the instance's correlation key from the message: a non-empty string of at most 256 characters without
-   * control characters, or a safe integer. A message whose key breaks this is dead-lettered (`saga-correlation-invalid`).
+   * control characters, or a safe integer. A message whose key breaks this is dead-lettered
+   * (`saga-correlation-invalid`).
    */
   correlate: (message: M) => string | number;
   /** What a message whose instance does not exist does. Default: `'dead-letter'` (`saga-instance-missing`). */

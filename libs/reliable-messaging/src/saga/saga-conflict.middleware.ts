@@ -9,9 +9,11 @@ const logger = new Logger('ReliableMessaging');
 /**
  * For a `@SagaStep()` consumer: a step that lost the race for its instance (SagaConflictError, its transaction
  * rolled back) runs again at once as the same attempt, in a fresh transaction that reads the instance as the
- * winner left it, and locks it (the saga stage reads it FOR UPDATE on a re-run): a step that lost once cannot lose
- * again to a step still reading, so under contention for one instance no step starves. The conflict is no fault of the message, so it spends no attempt and is not requeued; after
- * the saga's `maxConflictReruns` it goes on up as an ordinary failure, which the retry policy counts.
+ * winner left it, and locks it (the saga stage reads it FOR UPDATE on a re-run): a step that lost once cannot
+ * lose again to a step still reading, so under contention for one instance no step starves. The conflict is no
+ * fault of the message, so it spends no attempt and is not requeued; after the saga's `maxConflictReruns` it
+ * goes on up as an ordinary failure, which the retry policy counts. Each lost race is counted
+ * (`rm_saga_conflicts_total`).
  *
  * Outside the deadline (each run gets a deadline of its own) and inside the rate limit and the database pause.
  */

@@ -18,8 +18,9 @@ const logger = new Logger('ReliableMessaging');
  * rows and the instance, committed before the ack.
  *
  * The write is optimistic: it inserts a new instance unless one exists for the key, or updates the instance if
- * it still has the version the step read (a re-run reads it locked, see saga-conflict.middleware.ts). When another step got there first nothing is written and the stage
- * throws SagaConflictError, which rolls the transaction back; the conflict stage outside runs the step again.
+ * it still has the version the step read (a re-run reads it locked, see saga-conflict.middleware.ts). When
+ * another step got there first nothing is written and the stage throws SagaConflictError, which rolls the
+ * transaction back; the conflict stage outside runs the step again.
  */
 export function sagaStage(consumer: Pick<ConsumerPlan, 'saga'>): MessageMiddleware | undefined {
   const step = consumer.saga;
