@@ -126,4 +126,21 @@ describe('MessagingExplorer and sagas', () => {
     });
     expect(consumers[0].instance).toBeInstanceOf(OrderFulfilment);
   });
+
+  it('refuses a method that is both a @Consume() handler and a @SagaStep()', async () => {
+    @Saga({ name: 'twice' })
+    class Twice {
+      @Consume({ queue: 'twice' })
+      @SagaStep(OrderPlaced, { correlate: () => 'key' })
+      onPlaced(_event: OrderPlaced): void {}
+    }
+    const module = await Test.createTestingModule({
+      imports: [DiscoveryModule],
+      providers: [MessagingMetadataAccessor, MessagingExplorer, Twice],
+    }).compile();
+
+    expect(() => module.get(MessagingExplorer).explore()).toThrow(
+      'Twice.onPlaced has both @Consume() and @SagaStep(); keep one',
+    );
+  });
 });

@@ -3,6 +3,7 @@ import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import type { DiscoveredConsumer } from './discovered-consumer';
 import { RMQ_CONTEXT_TYPE } from '../reliable-messaging.constants';
+import { ConfigurationError } from '../errors/configuration.error';
 import type { PublishDecoratorOptions } from '../decorators/publish.decorator';
 import { eventPatternConsumer } from '../microservices/event-pattern-consumers';
 import { MessagingMetadataAccessor } from './messaging-metadata.accessor';
@@ -52,6 +53,12 @@ export class MessagingExplorer {
         const step = this.metadata.sagaStep(method);
         if ((consume || publish || step) && !this.isStatic(wrapper, methodName)) continue;
         if (step) {
+          if (consume) {
+            // One method, two consumers on two queues, would run the step's work twice per message.
+            throw new ConfigurationError(
+              `${instance.constructor.name}.${methodName} has both @Consume() and @SagaStep(); keep one`,
+            );
+          }
           consumers.push({
             instance,
             methodName,
