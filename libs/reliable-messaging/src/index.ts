@@ -36,6 +36,25 @@ export { Publish, type PublishDecoratorOptions } from './decorators/publish.deco
 /** Names and versions a message class, and sets how its payload is validated. */
 export { MessageType, type MessageTypeOptions } from './decorators/message-type.decorator';
 
+/**
+ * Sagas (docs/sagas.md): `@Saga()` declares a provider whose `@SagaStep()` methods start, continue and complete
+ * instances kept in the module's database, found by a correlation key each message carries.
+ */
+export { Saga } from './saga/saga.decorator';
+export { SagaStep } from './saga/saga-step.decorator';
+export type {
+  SagaOptions,
+  SagaStepOptions,
+  SagaMissingPolicy,
+  SagaCompletedPolicy,
+} from './options/saga.options';
+/** What a saga step receives beside its message: the instance's state, `complete()`, and the message's context. */
+export type { SagaContext } from './saga/saga-context';
+/** Reads saga instances (state, version, status, history) and prunes completed ones. */
+export { SagaInstances, type SagaInstanceView, type SagaHistoryEntry } from './saga/saga-instances.service';
+/** An instance's status, and what one message did to it in its history. */
+export type { SagaStatus, SagaOutcome } from './saga/saga-store';
+
 /** What a handler receives beside the payload: ids, attempt, headers, the transaction's manager. */
 export type { MessageContext } from './context/message-context';
 /** A message as it travels: payload and the envelope's fields (docs/envelope.md). */
@@ -67,6 +86,10 @@ export { HandlerDeadlineExceededError } from './errors/handler-deadline-exceeded
 export { ManualSettlementError } from './errors/manual-settlement.error';
 /** A guard or a pipe refused the message before its handler ran: dead-lettered at once with the refusal. */
 export { MessageRefusedError } from './errors/message-refused.error';
+/** A saga step refused its message for good (bad correlation key, missing or completed instance, bad state). */
+export { SagaRefusedError, type SagaRefusal } from './errors/saga-refused.error';
+/** A saga step lost the race for its instance more times than its saga's `maxConflictReruns`; retried as any failure. */
+export { SagaConflictError } from './errors/saga-conflict.error';
 /** A message came back more times than the redelivery limit allows: the process keeps dying on it. */
 export { RedeliveryLimitError } from './errors/redelivery-limit.error';
 /** A message that cannot be decoded or fails validation, and why. */

@@ -4,6 +4,10 @@ export const RESOLVED_MESSAGING_OPTIONS = Symbol('RESOLVED_MESSAGING_OPTIONS');
 export const CONSUME_METADATA = 'reliable-messaging:consume';
 /** Metadata key under which `@Publish()` stores its options on a method. */
 export const PUBLISH_METADATA = 'reliable-messaging:publish';
+/** Metadata key under which `@Saga()` stores its options on a class. */
+export const SAGA_METADATA = 'reliable-messaging:saga';
+/** Metadata key under which `@SagaStep()` stores its message class and options on a method. */
+export const SAGA_STEP_METADATA = 'reliable-messaging:saga-step';
 /** Metadata key under which `@MessageType()` stores the message definition on a class. */
 export const MESSAGE_TYPE_METADATA = 'reliable-messaging:message-type';
 

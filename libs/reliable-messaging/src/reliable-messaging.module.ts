@@ -55,10 +55,12 @@ import { ClaimCheckWriter } from './claim-check/claim-check-writer.service';
 import { DeadLetterClaimCheck } from './claim-check/dead-letter-claim-check.service';
 import { ClaimCheckPruner } from './claim-check/claim-check-pruner.service';
 import { PostgresClaimCheckStore } from './claim-check/postgres-claim-check.store';
+import { SagaInstances } from './saga/saga-instances.service';
 
 /**
  * Reliable messaging over RabbitMQ. Import once with `forRoot()` / `forRootAsync()` (global by default);
- * decorate provider methods with `@Consume()` and `@Publish()`, or inject `MessagePublisher`.
+ * decorate provider methods with `@Consume()` and `@Publish()`, or inject `MessagePublisher`; declare sagas with
+ * `@Saga()` and `@SagaStep()`.
  */
 @Module({
   imports: [DiscoveryModule],
@@ -119,6 +121,7 @@ import { PostgresClaimCheckStore } from './claim-check/postgres-claim-check.stor
     ClaimCheckWriter,
     ClaimCheckPruner,
     DeadLetterClaimCheck,
+    SagaInstances,
   ],
   exports: [
     MessagePublisher,
@@ -131,6 +134,7 @@ import { PostgresClaimCheckStore } from './claim-check/postgres-claim-check.stor
     OutboxRelay,
     InboxStats,
     VersionGuard,
+    SagaInstances,
     DeadLetterMonitor,
     QueueDepthMonitor,
     TransactionContext,

@@ -7,9 +7,13 @@ import { IdempotencyKeyEntity } from './idempotency/idempotency-key.entity';
 import { ScopeIdempotencyKeysByCaller1767225600026 } from './idempotency/scope-idempotency-keys-by-caller.migration';
 import { CreateOutbox1767225600000 } from './outbox/create-outbox.migration';
 import { OutboxMessageEntity } from './outbox/outbox-message.entity';
+import { CreateSagas1767225600040 } from './saga/create-sagas.migration';
+import { SagaHistoryEntity } from './saga/saga-history.entity';
+import { SagaInstanceEntity } from './saga/saga-instance.entity';
 
 /**
- * The module's TypeORM entities (outbox, inbox, HTTP idempotency keys, claim-check bodies): add them to the
+ * The module's TypeORM entities (outbox, inbox, HTTP idempotency keys, claim-check bodies, saga instances and
+ * their history): add them to the
  * DataSource's `entities`.
  */
 export const RELIABLE_MESSAGING_ENTITIES = [
@@ -17,6 +21,8 @@ export const RELIABLE_MESSAGING_ENTITIES = [
   InboxMessageEntity,
   IdempotencyKeyEntity,
   ClaimCheckBodyEntity,
+  SagaInstanceEntity,
+  SagaHistoryEntity,
 ];
 
 /**
@@ -29,4 +35,5 @@ export const RELIABLE_MESSAGING_MIGRATIONS = [
   CreateIdempotencyKeys1767225600004,
   CreateClaimCheck1767225600005,
   ScopeIdempotencyKeysByCaller1767225600026,
+  CreateSagas1767225600040,
 ];

@@ -23,6 +23,11 @@ export { ScopeIdempotencyKeysByCaller1767225600026 } from './idempotency/scope-i
 export { ClaimCheckBodyEntity } from './claim-check/claim-check-body.entity';
 export { CreateClaimCheck1767225600005 } from './claim-check/create-claim-check.migration';
 
+/** Saga instances (`@Saga()`) and the history of the messages their steps handled, and their migration. */
+export { SagaInstanceEntity } from './saga/saga-instance.entity';
+export { SagaHistoryEntity } from './saga/saga-history.entity';
+export { CreateSagas1767225600040 } from './saga/create-sagas.migration';
+
 /**
  * Whether an error says the database cannot serve right now (connection lost or refused, server restarting,
  * backend terminated, no connection to spare) rather than that the query was wrong: an HTTP layer answers 503

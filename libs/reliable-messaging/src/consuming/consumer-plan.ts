@@ -8,6 +8,7 @@ import type { DeadlineSettings } from '../options/deadline-limits';
 import type { ConsumerLane } from '../lanes/consumer-lane';
 import type { WireFormat } from '../options/wire-format';
 import type { JsonLimits } from '../options/json-limits.options';
+import type { SagaStepPlan } from '../saga/saga-step-plan';
 
 /** What `host.getType()` says inside a handler's enhancers. */
 export type HandlerContextType = 'rmq' | 'rpc';
@@ -97,4 +98,9 @@ export interface ConsumerPlan {
    * consumers never let a message leave its place. The one thing that asks whether a consumer is ordered.
    */
   readonly intake: IntakeStrategy;
+  /**
+   * Present for a `@SagaStep()`: the saga the step belongs to and how it finds, starts and writes instances
+   * (saga/saga-step-plan.ts). Its consumer always deduplicates: the step's transaction is the inbox's.
+   */
+  readonly saga?: SagaStepPlan;
 }

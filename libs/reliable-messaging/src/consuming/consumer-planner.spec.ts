@@ -6,6 +6,7 @@ import { OrderingTopology } from '../ordering/ordering-topology.service';
 import { LaneTopology } from '../lanes/lane-topology.service';
 import { DelayTopology } from '../retry/delay-topology.service';
 import type { ConsumeOptions } from '../options/consume.options';
+import type { SagaStepOptions } from '../options/saga.options';
 import { MessageType } from '../decorators/message-type.decorator';
 import type { DiscoveredConsumer } from '../discovery/discovered-consumer';
 import { ConfigurationError } from '../errors/configuration.error';
@@ -301,6 +302,38 @@ describe('planConsumers', () => {
       'x-single-active-consumer': true,
       'x-dead-letter-routing-key': 'billing.p002',
     });
+  });
+
+  it('plans a @SagaStep() as a deduplicating consumer of its message on <saga>.<type>, with its saga plan', () => {
+    const step = (options: Partial<SagaStepOptions<OrderPlaced>>): DiscoveredConsumer => ({
+      ...billing({}),
+      options: { queue: '' },
+      decorator: '@SagaStep',
+      saga: {
+        saga: { name: 'fulfilment' },
+        step: { message: OrderPlaced, options: { correlate: () => 'k', ...options } },
+      },
+    });
+    const { plans } = plan([step({ concurrency: 4, onMissing: 'start' })], { dataSource: A_DATA_SOURCE });
+
+    expect(plans.map((p) => [p.queue, p.bindings, p.messageClass, p.concurrency, p.dedup])).toEqual([
+      ['fulfilment.order.placed', ['order.placed'], OrderPlaced, 4, { scope: 'fulfilment.order.placed' }],
+    ]);
+    expect(plans[0].saga).toMatchObject({
+      saga: 'fulfilment',
+      step: 'Billing.onOrderPlaced',
+      onMissing: 'start',
+    });
+
+    // Key-ordered steps (the alternative to optimistic concurrency): one plan per partition, each with the saga.
+    const ordered = plan([step({ ordering: { by: 'key', partitions: 2 } })], {
+      dataSource: A_DATA_SOURCE,
+    }).plans;
+    expect(ordered.map((p) => [p.queue, p.saga?.saga, p.dedup])).toEqual([
+      ['fulfilment.order.placed.p000', 'fulfilment', { scope: 'fulfilment.order.placed' }],
+      ['fulfilment.order.placed.p001', 'fulfilment', { scope: 'fulfilment.order.placed' }],
+    ]);
+    expect(Object.isFrozen(ordered[0].saga)).toBe(true);
   });
 
   it("plans lanes as one consumer per lane queue, with its own settings over the consumer's, sharing one inbox scope", () => {

@@ -18,6 +18,7 @@ import { mergeRetryOptions } from '../options/retry.options';
 import { resolveAccept } from '../options/wire-format';
 import type { ConsumerPlan } from './consumer-plan';
 import { assertNoManualSettlement } from './manual-settlement';
+import { assertDistinctSagas, planSagaStep } from '../saga/saga-step-planner';
 
 /** A first parameter of these types names no message class: the handler gets the parsed JSON. */
 const PRIMITIVES = new Set<unknown>([Object, String, Number, Boolean, Array, Promise, undefined]);
@@ -42,14 +43,24 @@ export function planConsumers(
 ): ConsumerPlan[] {
   const plans = discovered.flatMap((consumer) => planConsumer(consumer, context));
   assertOwnQueues(plans);
+  assertDistinctSagas(
+    plans.flatMap((plan) =>
+      plan.saga ? [{ saga: plan.saga, className: plan.instance.constructor.name }] : [],
+    ),
+  );
   return plans;
 }
 
 /** The plans of one `@Consume()` handler: itself, or one per lane, or one per partition when ordered by key. */
 export function planConsumer(discovered: DiscoveredConsumer, context: PlanningContext): ConsumerPlan[] {
   const { options: module, queueArguments, warn } = context;
-  const { instance, methodName, options, contextType, moduleKey } = discovered;
+  const { instance, methodName, contextType, moduleKey } = discovered;
   const name = `${instance.constructor.name}.${methodName}`;
+  // A saga step is planned as the consumer its @SagaStep() stands for, with the saga's own plan beside.
+  const step = discovered.saga
+    ? planSagaStep(discovered.saga, name, module.dataSource !== undefined)
+    : undefined;
+  const options = step ? step.consume : discovered.options;
   const where = `${discovered.decorator} on ${name}`;
   if (typeof options === 'object' && options !== null) assertKnownConsumeOptions(options, where);
   assertNoManualSettlement((instance as Record<string, unknown>)[methodName], where);
@@ -146,6 +157,7 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
         reply,
         ordering: { mode: 'none' },
         intake: unorderedIntake,
+        saga: step?.saga,
       };
       return planConsumerOrdering(
         plan,
@@ -217,6 +229,7 @@ function freeze(plan: ConsumerPlan): ConsumerPlan {
     plan.ordering.mode === 'key' ? plan.ordering.sourceBindings : undefined,
     plan.lane?.sourceBindings,
     plan.lane,
+    plan.saga,
   ]) {
     if (part) Object.freeze(part);
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { QueryFailedError } from 'typeorm';
-import { databaseOutageEvidence, isDatabaseUnavailableError } from './database-errors';
+import { databaseOutageEvidence, isDatabaseUnavailableError, sqlStateOf } from './database-errors';
 
 /** A node-postgres DatabaseError as the driver throws it: a message and a SQLSTATE code. */
 function pgError(code: string, message = 'error'): Error {
@@ -78,5 +78,27 @@ describe('databaseOutageEvidence', () => {
     ['a business error', new Error('the order is already paid'), undefined],
   ])('%s: %s', (_case, error, evidence) => {
     expect(databaseOutageEvidence(error)).toBe(evidence);
+  });
+});
+
+describe('sqlStateOf', () => {
+  it.each<[string, unknown, string | undefined]>([
+    ['a driver error', pgError('40001'), '40001'],
+    ["TypeORM's QueryFailedError over it", new QueryFailedError('UPDATE', [], pgError('40P01')), '40P01'],
+    ["a wrapping error's cause", new Error('step failed', { cause: pgError('23505') }), '23505'],
+    [
+      'a socket error code, which is no SQLSTATE',
+      Object.assign(new Error('reset'), { code: 'ECONNRESET' }),
+      undefined,
+    ],
+    [
+      'EPIPE, a socket error with the shape of a SQLSTATE',
+      Object.assign(new Error('pipe'), { code: 'EPIPE' }),
+      undefined,
+    ],
+    ['an error without a code', new Error('plain'), undefined],
+    ['not an error', 'a string', undefined],
+  ])('reads %s', (_case, error, state) => {
+    expect(sqlStateOf(error)).toBe(state);
   });
 });

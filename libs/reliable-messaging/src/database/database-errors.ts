@@ -55,3 +55,23 @@ export function databaseOutageEvidence(error: unknown): 'unavailable' | 'network
 export function isDatabaseUnavailableError(error: unknown): boolean {
   return databaseOutageEvidence(error) !== undefined;
 }
+
+/**
+ * The SQLSTATE `error` carries, itself or through TypeORM's `driverError` and `cause` (a few levels deep), or
+ * undefined when it carries none.
+ */
+export function sqlStateOf(error: unknown): string | undefined {
+  for (
+    let current: unknown = error, depth = 0;
+    current && typeof current === 'object' && depth < 4;
+    depth++
+  ) {
+    const { code } = current as { code?: unknown };
+    // A socket's EPIPE has the shape of a SQLSTATE too.
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !NETWORK_CODES.has(code)) return code;
+    current =
+      (current as { driverError?: unknown; cause?: unknown }).driverError ??
+      (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}

@@ -9,3 +9,9 @@ export const INBOX_TABLE = 'rm_inbox';
 
 /** The claim-check bodies table's name. */
 export const CLAIM_CHECK_TABLE = 'rm_claim_check';
+
+/** The saga instances table's name. */
+export const SAGA_TABLE = 'rm_saga';
+
+/** The saga history table's name: one row per message a step handled. */
+export const SAGA_HISTORY_TABLE = 'rm_saga_history';

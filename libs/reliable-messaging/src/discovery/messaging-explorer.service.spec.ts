@@ -6,6 +6,8 @@ import { Test } from '@nestjs/testing';
 import { Consume } from '../decorators/consume.decorator';
 import { MessageType } from '../decorators/message-type.decorator';
 import { Publish } from '../decorators/publish.decorator';
+import { Saga } from '../saga/saga.decorator';
+import { SagaStep } from '../saga/saga-step.decorator';
 import { MessagingExplorer } from './messaging-explorer.service';
 import { MessagingMetadataAccessor } from './messaging-metadata.accessor';
 
@@ -95,5 +97,50 @@ describe('MessagingExplorer', () => {
     expect(warnings).toEqual([
       'PerRequest.onAny is request-scoped or transient; messaging decorators there are skipped',
     ]);
+  });
+});
+
+@Saga({ name: 'order-fulfilment' })
+class OrderFulfilment {
+  @SagaStep(OrderPlaced, { correlate: () => 'key', onMissing: 'start' })
+  onPlaced(_event: OrderPlaced): void {}
+}
+
+describe('MessagingExplorer and sagas', () => {
+  it('finds @SagaStep() methods with their message class, step options and their class’s @Saga() options', async () => {
+    const module = await Test.createTestingModule({
+      imports: [DiscoveryModule],
+      providers: [MessagingMetadataAccessor, MessagingExplorer, OrderFulfilment],
+    }).compile();
+    const { consumers } = module.get(MessagingExplorer).explore();
+
+    expect(consumers).toHaveLength(1);
+    expect(consumers[0]).toMatchObject({
+      methodName: 'onPlaced',
+      decorator: '@SagaStep',
+      payloadParameterType: OrderPlaced,
+      saga: {
+        saga: { name: 'order-fulfilment' },
+        step: { message: OrderPlaced, options: { onMissing: 'start' } },
+      },
+    });
+    expect(consumers[0].instance).toBeInstanceOf(OrderFulfilment);
+  });
+
+  it('refuses a method that is both a @Consume() handler and a @SagaStep()', async () => {
+    @Saga({ name: 'twice' })
+    class Twice {
+      @Consume({ queue: 'twice' })
+      @SagaStep(OrderPlaced, { correlate: () => 'key' })
+      onPlaced(_event: OrderPlaced): void {}
+    }
+    const module = await Test.createTestingModule({
+      imports: [DiscoveryModule],
+      providers: [MessagingMetadataAccessor, MessagingExplorer, Twice],
+    }).compile();
+
+    expect(() => module.get(MessagingExplorer).explore()).toThrow(
+      'Twice.onPlaced has both @Consume() and @SagaStep(); keep one',
+    );
   });
 });

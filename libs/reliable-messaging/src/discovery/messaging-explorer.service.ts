@@ -3,6 +3,7 @@ import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import type { DiscoveredConsumer } from './discovered-consumer';
 import { RMQ_CONTEXT_TYPE } from '../reliable-messaging.constants';
+import { ConfigurationError } from '../errors/configuration.error';
 import type { PublishDecoratorOptions } from '../decorators/publish.decorator';
 import { eventPatternConsumer } from '../microservices/event-pattern-consumers';
 import { MessagingMetadataAccessor } from './messaging-metadata.accessor';
@@ -15,7 +16,7 @@ export interface DiscoveredPublisher {
 }
 
 /**
- * Finds the `@Consume()` and `@Publish()` methods of the app's providers and controllers, including those made
+ * Finds the `@Consume()`, `@SagaStep()` and `@Publish()` methods of the app's providers and controllers, including those made
  * by `useValue` and `useFactory`. Request-scoped and transient providers have no single instance to run a
  * handler on: their decorated methods are skipped with a warning. It finds; the registrar resolves.
  */
@@ -30,7 +31,7 @@ export class MessagingExplorer {
   ) {}
 
   /**
-   * Every `@Consume()` and `@Publish()` method; with `eventPatterns` (ReliableMessagingTransport is connected),
+   * Every `@Consume()`, `@SagaStep()` and `@Publish()` method; with `eventPatterns` (ReliableMessagingTransport is connected),
    * every `@EventPattern()` method it serves too.
    */
   explore(eventPatterns?: { transportId: symbol; appId: string }): {
@@ -49,7 +50,26 @@ export class MessagingExplorer {
         if (typeof method !== 'function') continue;
         const consume = this.metadata.consumeOptions(method);
         const publish = this.metadata.publishOptions(method);
-        if ((consume || publish) && !this.isStatic(wrapper, methodName)) continue;
+        const step = this.metadata.sagaStep(method);
+        if ((consume || publish || step) && !this.isStatic(wrapper, methodName)) continue;
+        if (step) {
+          if (consume) {
+            // One method, two consumers on two queues, would run the step's work twice per message.
+            throw new ConfigurationError(
+              `${instance.constructor.name}.${methodName} has both @Consume() and @SagaStep(); keep one`,
+            );
+          }
+          consumers.push({
+            instance,
+            methodName,
+            options: { queue: '' },
+            payloadParameterType: step.message,
+            decorator: '@SagaStep',
+            contextType: RMQ_CONTEXT_TYPE,
+            moduleKey: wrapper.host?.token,
+            saga: { saga: this.metadata.sagaOptions(instance.constructor), step },
+          });
+        }
         if (consume) {
           const payloadParameterType = this.metadata.payloadParameterType(prototype, methodName);
           consumers.push({

@@ -1,6 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { CONSUME_METADATA, PUBLISH_METADATA } from '../reliable-messaging.constants';
+import {
+  CONSUME_METADATA,
+  PUBLISH_METADATA,
+  SAGA_METADATA,
+  SAGA_STEP_METADATA,
+} from '../reliable-messaging.constants';
+import type { SagaOptions, SagaStepDeclaration } from '../options/saga.options';
 import { RPC_PARAM_ARGS_METADATA, RpcParamtype } from '../pipeline/rpc-params';
 import type { ConsumeOptions } from '../options/consume.options';
 import type { PublishDecoratorOptions } from '../decorators/publish.decorator';
@@ -18,6 +24,16 @@ export class MessagingMetadataAccessor {
   /** The options of `@Publish()` on `method`, or undefined when it has none. */
   publishOptions(method: object): PublishDecoratorOptions | undefined {
     return this.reflector.get<PublishDecoratorOptions | undefined>(PUBLISH_METADATA, method as () => unknown);
+  }
+
+  /** The options of `@Saga()` on `target` (a class), or undefined when it has none. */
+  sagaOptions(target: object): SagaOptions | undefined {
+    return this.reflector.get<SagaOptions | undefined>(SAGA_METADATA, target as () => unknown);
+  }
+
+  /** The message class and options of `@SagaStep()` on `method`, or undefined when it has none. */
+  sagaStep(method: object): SagaStepDeclaration | undefined {
+    return this.reflector.get<SagaStepDeclaration | undefined>(SAGA_STEP_METADATA, method as () => unknown);
   }
 
   /**

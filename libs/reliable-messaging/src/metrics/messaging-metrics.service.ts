@@ -41,6 +41,8 @@ export class MessagingMetrics {
   readonly deduplicated: Counter<QueueTypeLabels>;
   /** Handler runs that passed their deadline. */
   readonly deadlineExceeded: Counter<'queue'>;
+  /** Saga step runs that lost the race for their instance to another step (each then ran again, or failed). */
+  readonly sagaConflicts: Counter<'queue'>;
   /** Time from a delivery entering the pipeline to its handler finishing, by outcome. */
   readonly handlerDuration: Histogram<QueueTypeLabels | 'outcome'>;
   /** Now minus the message's `occurredAt`, when its handler finishes. */
@@ -84,6 +86,11 @@ export class MessagingMetrics {
     this.deadlineExceeded = this.counter(
       'rm_handler_deadline_exceeded_total',
       'Handler runs that passed their deadline.',
+      ['queue'],
+    );
+    this.sagaConflicts = this.counter(
+      'rm_saga_conflicts_total',
+      'Saga step runs that lost the race for their instance to another step.',
       ['queue'],
     );
     this.handlerDuration = this.histogram(
@@ -132,6 +139,11 @@ export class MessagingMetrics {
   /** Counts a message moved to its dead-letter queue. */
   recordDeadLetter(delivery: InboundDelivery, reason: string): void {
     this.deadLettered.inc({ ...this.labelsOf(delivery), reason });
+  }
+
+  /** Counts a saga step run that lost the race for its instance. */
+  recordSagaConflict(delivery: InboundDelivery): void {
+    this.sagaConflicts.inc({ queue: delivery.consumer.queue });
   }
 
   /** Counts a duplicate delivery the inbox skipped. */

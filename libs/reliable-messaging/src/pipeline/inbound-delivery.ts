@@ -18,6 +18,11 @@ export class InboundDelivery {
   private attemptAbort = new AttemptAbort();
   envelope?: Envelope;
   attempt = 1;
+  /**
+   * How many times this attempt ran again at once after losing a race for a row it writes (a saga step's
+   * instance, saga/saga-conflict.middleware.ts); 0 on its first run. Kept across `retryInPlace()`.
+   */
+  reruns = 0;
   payload?: unknown;
   /** The full body a claim check kept in its store, once the claim-check stage has read it; decoded instead of the wire body. */
   claimedBody?: Buffer;
@@ -26,6 +31,11 @@ export class InboundDelivery {
   deadline?: HandlerDeadline;
   /** What the handler returned, kept for a reply consumer's reply once it has returned; undefined until then. */
   handlerResult?: { value: unknown };
+  /**
+   * Makes the handler's context in place of a plain DeliveryContext, for a stage whose handler gets more (the saga
+   * stage's SagaStepContext); set by that stage for its run.
+   */
+  contextFactory?: (...args: ConstructorParameters<typeof DeliveryContext>) => DeliveryContext;
   /** The latest run of the user's handler, set when it starts. */
   handlerRun?: Promise<unknown>;
   /**
@@ -127,12 +137,13 @@ export class InboundDelivery {
     this.handlerRun = undefined;
     this.handlerResult = undefined;
     this.lingering = undefined;
+    this.contextFactory = undefined;
   }
 
   /** The context handed to the handler. Requires the envelope, so only valid after decoding. */
   toContext(): DeliveryContext {
     if (!this.envelope) throw new Error('the envelope is read before the handler runs');
-    return new DeliveryContext(
+    return (this.contextFactory ?? newDeliveryContext)(
       this.envelope,
       this.attempt,
       this.consumer.queue,
@@ -155,4 +166,9 @@ export class InboundDelivery {
       return false;
     }
   }
+}
+
+/** What a delivery's context is without a stage's own: a plain DeliveryContext. */
+function newDeliveryContext(...args: ConstructorParameters<typeof DeliveryContext>): DeliveryContext {
+  return new DeliveryContext(...args);
 }

@@ -26,6 +26,8 @@ import { redeliveryGuardStage } from '../retry/redelivery-guard.middleware';
 import { traceStage } from '../tracing/trace.middleware';
 import { ReplyPublisher } from '../request-reply/reply-publisher.service';
 import { replyStage } from '../request-reply/reply.middleware';
+import { sagaConflictStage } from '../saga/saga-conflict.middleware';
+import { sagaStage } from '../saga/saga.middleware';
 import { decodeStage } from './decode.middleware';
 import { invokeHandler } from './invoke-handler';
 import { createNestHandler } from './nest-handler';
@@ -66,12 +68,18 @@ export const RELIABILITY_STAGES: readonly PipelineStage[] = [
   databasePauseStage,
   // With `rateLimit`: waits until the handler may start.
   rateLimitStage,
+  // Saga steps: a step that lost the race for its instance to another step runs again at once, in a fresh
+  // transaction, as the same attempt (bounded by the saga's maxConflictReruns).
+  sagaConflictStage,
   // Every consumer: past `deadlineMs` the handler's signal aborts and the attempt fails
   // (HandlerDeadlineExceededError); the retry waits until the handler has returned.
   deadlineStage,
   // With `dedup`: a transaction with the message's inbox row around the handler; a duplicate is skipped. After
   // the rate limit, so no transaction is held while waiting; inside the deadline, which ends the transaction too.
   inboxStage,
+  // Saga steps: in the inbox's transaction, the instance the message correlates to is loaded (or the step's
+  // missing/completed policy applied), the step runs on it, and its state is written if no other step changed it.
+  sagaStage,
 ];
 
 /**

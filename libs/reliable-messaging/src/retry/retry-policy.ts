@@ -1,3 +1,4 @@
+import { SagaRefusedError } from '../errors/saga-refused.error';
 import { MessageRefusedError } from '../errors/message-refused.error';
 import { InvalidMessageError } from '../errors/invalid-message.error';
 import { ManualSettlementError } from '../errors/manual-settlement.error';
@@ -51,7 +52,12 @@ export class RetryPolicy {
 
 /** The dead-letter reason of a failure that is not retried. */
 export function deadLetterReason(error: unknown): string {
-  if (error instanceof InvalidMessageError || error instanceof MessageRefusedError) return error.reason;
+  if (
+    error instanceof InvalidMessageError ||
+    error instanceof MessageRefusedError ||
+    error instanceof SagaRefusedError
+  )
+    return error.reason;
   if (error instanceof RedeliveryLimitError) return 'redelivery-limit';
   if (error instanceof ManualSettlementError) return error.reason;
   return 'non-retryable';

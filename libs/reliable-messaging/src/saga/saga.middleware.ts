@@ -1,0 +1,80 @@
+import { Logger } from '@nestjs/common';
+import type { ConsumerPlan } from '../consuming/consumer-plan';
+import { SagaConflictError } from '../errors/saga-conflict.error';
+import { SagaRefusedError } from '../errors/saga-refused.error';
+import type { MessageMiddleware } from '../pipeline/message-middleware';
+import { correlationKey } from './saga-correlation';
+import { serialiseState } from './saga-state';
+import { SagaStepContext, type SagaStepRun } from './saga-step-context';
+import { loadInstance, recordIgnored, writeStep, type SagaOutcome } from './saga-store';
+
+const logger = new Logger('ReliableMessaging');
+
+/**
+ * The saga stage, innermost, for a `@SagaStep()` consumer: inside the inbox's transaction (after the message's
+ * inbox row), it reads the correlation key from the validated message, loads the instance, applies the step's
+ * policy when there is none or it has completed, runs the step with a SagaStepContext, then writes the state the
+ * step left, checked, with a history row: one transaction for the inbox row, the step's own writes, its outbox
+ * rows and the instance, committed before the ack.
+ *
+ * The write is optimistic: it inserts a new instance unless one exists for the key, or updates the instance if
+ * it still has the version the step read (a re-run reads it locked, see saga-conflict.middleware.ts). When
+ * another step got there first nothing is written and the stage throws SagaConflictError, which rolls the
+ * transaction back; the conflict stage outside runs the step again.
+ */
+export function sagaStage(consumer: Pick<ConsumerPlan, 'saga'>): MessageMiddleware | undefined {
+  const step = consumer.saga;
+  if (!step) return undefined;
+  return (next) => async (delivery) => {
+    const manager = delivery.manager;
+    const envelope = delivery.envelope;
+    if (!manager || !envelope)
+      throw new Error('the saga stage runs inside the inbox transaction, after decoding');
+    const key = correlationKey(step.correlate, delivery.payload as object, step.step);
+    const found = await loadInstance(manager, step.saga, key, delivery.reruns > 0);
+    const message = { messageId: envelope.messageId, messageType: envelope.type, step: step.step };
+    const where = `${step.step}: message ${envelope.messageId} for saga '${step.saga}' instance '${key}'`;
+    if (!found && step.onMissing !== 'start') {
+      if (step.onMissing === 'ignore') {
+        logger.debug(`${where}: no such instance; ignored (onMissing: 'ignore')`);
+        return;
+      }
+      throw new SagaRefusedError(
+        'saga-instance-missing',
+        `${where}: no such instance (onMissing: 'dead-letter')`,
+      );
+    }
+    if (found?.status === 'completed') {
+      if (step.onCompleted === 'ignore') {
+        logger.debug(`${where}: the instance has completed; ignored (onCompleted: 'ignore')`);
+        await recordIgnored(manager, found, message);
+        return;
+      }
+      throw new SagaRefusedError(
+        'saga-instance-completed',
+        `${where}: the instance has completed (onCompleted: 'dead-letter')`,
+      );
+    }
+    const run: SagaStepRun = {
+      sagaName: step.saga,
+      correlationKey: key,
+      version: found?.version ?? 0,
+      state: found?.state ?? step.initialState(),
+      completing: false,
+    };
+    delivery.contextFactory = (...args) => new SagaStepContext(run, ...args);
+    await next(delivery);
+    const outcome: SagaOutcome = run.completing ? 'completed' : found ? 'continued' : 'started';
+    const written = await writeStep(manager, {
+      ...message,
+      saga: step.saga,
+      correlationKey: key,
+      expectedVersion: run.version,
+      id: found?.id,
+      state: serialiseState(run.state, step.maxStateBytes, step.step),
+      status: run.completing ? 'completed' : 'active',
+      outcome,
+    });
+    if (!written) throw new SagaConflictError(step.saga, key, run.version);
+  };
+}

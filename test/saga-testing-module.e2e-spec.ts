@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { IsString } from 'class-validator';
+import {
+  ConfigurationError,
+  MessageType,
+  Saga,
+  SagaInstances,
+  SagaStep,
+  type SagaContext,
+} from 'nestjs-reliable-messaging';
+import { MessagingHarness, ReliableMessagingTestingModule } from 'nestjs-reliable-messaging/testing';
+import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
+
+@MessageType({ type: 'parcel.booked', idempotencyKey: (m: ParcelBooked) => `booked:${m.parcelId}` })
+class ParcelBooked {
+  @IsString() parcelId!: string;
+}
+
+@MessageType({ type: 'parcel.delivered', idempotencyKey: (m: ParcelDelivered) => `delivered:${m.parcelId}` })
+class ParcelDelivered {
+  @IsString() parcelId!: string;
+}
+
+const booked = (parcelId: string) => Object.assign(new ParcelBooked(), { parcelId });
+const delivered = (parcelId: string) => Object.assign(new ParcelDelivered(), { parcelId });
+
+@Saga({ name: 'parcel' })
+class Parcel {
+  @SagaStep(ParcelBooked, { correlate: (m) => m.parcelId, onMissing: 'start' })
+  onBooked(_event: ParcelBooked, saga: SagaContext<{ booked?: boolean }>): void {
+    saga.state.booked = true;
+  }
+
+  @SagaStep(ParcelDelivered, { correlate: (m) => m.parcelId })
+  onDelivered(_event: ParcelDelivered, saga: SagaContext<{ booked?: boolean }>): void {
+    saga.complete();
+  }
+}
+
+describe('sagas under the testing module: the in-memory broker with the app’s database', () => {
+  let db: MessagingDatabase;
+  let moduleRef: TestingModule;
+  let harness: MessagingHarness;
+  let instances: SagaInstances;
+
+  beforeAll(async () => {
+    db = await createMessagingDatabase();
+    moduleRef = await Test.createTestingModule({
+      imports: [ReliableMessagingTestingModule.forRoot({ dataSource: db.dataSource })],
+      providers: [Parcel],
+    }).compile();
+    await moduleRef.init();
+    harness = moduleRef.get(MessagingHarness);
+    instances = moduleRef.get(SagaInstances);
+  });
+
+  afterAll(async () => {
+    await moduleRef?.close();
+    await db?.drop();
+  });
+
+  it('runs the steps on their queues, once per message, and meets onMissing for an unknown parcel', async () => {
+    expect(await harness.deliver('parcel.parcel.booked', booked('p-1'))).toEqual({ kind: 'acked' });
+    expect(await harness.deliver('parcel.parcel.booked', booked('p-1'))).toMatchObject({ kind: 'duplicate' });
+    expect(await harness.deliver('parcel.parcel.delivered', delivered('p-1'))).toEqual({ kind: 'acked' });
+    expect(await harness.deliver('parcel.parcel.delivered', delivered('p-unknown'))).toMatchObject({
+      kind: 'dead-lettered',
+      reason: 'saga-instance-missing',
+    });
+
+    expect(await instances.find('parcel', 'p-1')).toMatchObject({
+      status: 'completed',
+      version: 2,
+      state: { booked: true },
+    });
+  });
+
+  it('refuses a saga at startup without a database, saying what to configure', async () => {
+    const failing = Test.createTestingModule({
+      imports: [ReliableMessagingTestingModule.forRoot()],
+      providers: [Parcel],
+    })
+      .compile()
+      .then((ref) => ref.init());
+
+    await expect(failing).rejects.toThrow(ConfigurationError);
+    await expect(failing).rejects.toThrow(
+      "@SagaStep on Parcel.onBooked: sagas keep their instances in the module's database; configure the dataSource option",
+    );
+  });
+});
