@@ -34,8 +34,8 @@ const NAMES = CASES.map(([name]) => name);
  */
 describe('the transactional benchmark, quick form (BENCH_SUITES=transactional npm run bench)', () => {
   const profiles = mkdtempSync(join(tmpdir(), 'rm-bench-profiles-'));
-  afterAll(() => {
-    ChildApp.killAll();
+  afterAll(async () => {
+    await ChildApp.killAll();
     rmSync(profiles, { recursive: true, force: true });
   });
 
