@@ -55,6 +55,11 @@ import { ClaimCheckWriter } from './claim-check/claim-check-writer.service';
 import { DeadLetterClaimCheck } from './claim-check/dead-letter-claim-check.service';
 import { ClaimCheckPruner } from './claim-check/claim-check-pruner.service';
 import { PostgresClaimCheckStore } from './claim-check/postgres-claim-check.store';
+import { ScheduledCommitSignal } from './scheduling/scheduled-commit-signal.service';
+import { ScheduledMessages } from './scheduling/scheduled-messages.service';
+import { ScheduledPromoter } from './scheduling/scheduled-promoter.service';
+import { ScheduledStore } from './scheduling/scheduled-store.service';
+import { ScheduledWriter } from './scheduling/scheduled-writer.service';
 
 /**
  * Reliable messaging over RabbitMQ. Import once with `forRoot()` / `forRootAsync()` (global by default);
@@ -105,6 +110,11 @@ import { PostgresClaimCheckStore } from './claim-check/postgres-claim-check.stor
     OutboxRelay,
     OutboxMonitor,
     OutboxPruner,
+    ScheduledStore,
+    ScheduledWriter,
+    ScheduledPromoter,
+    ScheduledCommitSignal,
+    ScheduledMessages,
     InboxStore,
     InboxStats,
     InboxPruner,
@@ -122,6 +132,7 @@ import { PostgresClaimCheckStore } from './claim-check/postgres-claim-check.stor
   ],
   exports: [
     MessagePublisher,
+    ScheduledMessages,
     ConsumerConnection,
     PublisherConnection,
     ConsumerRegistry,

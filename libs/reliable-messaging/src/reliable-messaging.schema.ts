@@ -7,13 +7,16 @@ import { IdempotencyKeyEntity } from './idempotency/idempotency-key.entity';
 import { ScopeIdempotencyKeysByCaller1767225600026 } from './idempotency/scope-idempotency-keys-by-caller.migration';
 import { CreateOutbox1767225600000 } from './outbox/create-outbox.migration';
 import { OutboxMessageEntity } from './outbox/outbox-message.entity';
+import { CreateScheduled1767225600027 } from './scheduling/create-scheduled.migration';
+import { ScheduledMessageEntity } from './scheduling/scheduled-message.entity';
 
 /**
- * The module's TypeORM entities (outbox, inbox, HTTP idempotency keys, claim-check bodies): add them to the
+ * The module's TypeORM entities (outbox, scheduled messages, inbox, HTTP idempotency keys, claim-check bodies): add them to the
  * DataSource's `entities`.
  */
 export const RELIABLE_MESSAGING_ENTITIES = [
   OutboxMessageEntity,
+  ScheduledMessageEntity,
   InboxMessageEntity,
   IdempotencyKeyEntity,
   ClaimCheckBodyEntity,
@@ -29,4 +32,5 @@ export const RELIABLE_MESSAGING_MIGRATIONS = [
   CreateIdempotencyKeys1767225600004,
   CreateClaimCheck1767225600005,
   ScopeIdempotencyKeysByCaller1767225600026,
+  CreateScheduled1767225600027,
 ];

@@ -9,3 +9,6 @@ export const INBOX_TABLE = 'rm_inbox';
 
 /** The claim-check bodies table's name. */
 export const CLAIM_CHECK_TABLE = 'rm_claim_check';
+
+/** The scheduled messages table's name: messages waiting for their delivery time before they enter the outbox. */
+export const SCHEDULED_TABLE = 'rm_scheduled';
