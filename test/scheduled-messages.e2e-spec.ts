@@ -35,6 +35,8 @@ class Audit {
   readonly order: string[] = [];
   /** The AMQP timestamp (seconds) of each reminder's last copy. */
   readonly timestamps = new Map<string, number>();
+  /** The `rm-scheduled-for` header of each reminder's last copy. */
+  readonly scheduledFor = new Map<string, unknown>();
 
   constructor(
     private readonly broker: TestBroker,
@@ -47,6 +49,7 @@ class Audit {
       this.seen.set(id, [...(this.seen.get(id) ?? []), Date.now()]);
       this.order.push(id);
       this.timestamps.set(id, message.properties.timestamp as number);
+      this.scheduledFor.set(id, message.properties.headers?.['rm-scheduled-for']);
     }
   }
 
@@ -154,6 +157,8 @@ describe('scheduled messages: published with deliverAt or delayMs, sent when due
     expect(audit.seen.get('due-later')![0]).toBeGreaterThanOrEqual(deliverAt.getTime());
     // Stamped when sent, so the queue-age metric does not count the wait as lateness.
     expect(audit.timestamps.get('due-later')).toBeGreaterThanOrEqual(Math.floor(deliverAt.getTime() / 1000));
+    // Consumer lag counts from it.
+    expect(Date.parse(audit.scheduledFor.get('due-later') as string)).toBe(deliverAt.getTime());
     expect((await enteredOutboxAt(db.dataSource, 'due-later')).getTime()).toBeGreaterThanOrEqual(
       deliverAt.getTime(),
     );

@@ -59,7 +59,8 @@ const DELIVER_AT = (at: string, afterMs: string): string =>
  * deleted, and inserted into the outbox in that order, so they get outbox ids in it. The same statement reads how
  * long until the next row is due; a due row is never in that walk, and a row another promoter holds is left to it.
  * The AMQP `timestamp` becomes the promotion's time, when the message is sent: the queue-age metric reads it, and
- * a message waiting out its schedule is not late in its queue. Its `occurredAt` stays as published.
+ * a message waiting out its schedule is not late in its queue. Its `occurredAt` stays as published; the
+ * `rm-scheduled-for` header gets its delivery time, from which consumer lag counts.
  *
  * NOTE: the due ids are collected into an array (`= ANY(ARRAY(...))`) rather than joined (`IN (...)`): on a table
  * without fresh statistics PostgreSQL planned the join as a hash join over a sequential scan of the whole table,
@@ -71,7 +72,8 @@ export const PROMOTE =
   `RETURNING "id", "message_id", "exchange", "routing_key", "properties", "body", "ordering_key", "deliver_at"), ` +
   `moved AS (INSERT INTO "rm_outbox" ("message_id", "exchange", "routing_key", "properties", "body", "ordering_key") ` +
   `SELECT "message_id", "exchange", "routing_key", ` +
-  `jsonb_set("properties", '{timestamp}', to_jsonb(floor(EXTRACT(EPOCH FROM now()))::bigint)), "body", "ordering_key" FROM due ` +
+  `jsonb_set(jsonb_set("properties", '{timestamp}', to_jsonb(floor(EXTRACT(EPOCH FROM now()))::bigint)), ` +
+  `'{headers,${HEADERS.scheduledFor}}', to_jsonb("deliver_at")), "body", "ordering_key" FROM due ` +
   `ORDER BY "deliver_at", "id" RETURNING 1) ` +
   `SELECT (SELECT count(*) FROM moved)::int AS promoted, ` +
   `(SELECT EXTRACT(EPOCH FROM min(s."deliver_at") - clock_timestamp()) * 1000 FROM "rm_scheduled" s ` +
