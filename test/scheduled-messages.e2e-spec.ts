@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
 import { IsString } from 'class-validator';
 import { Registry } from 'prom-client';
 import {
+  Consume,
   ConfigurationError,
   MessagePublisher,
   MessageType,
@@ -9,7 +11,7 @@ import {
 } from 'nestjs-reliable-messaging';
 import type { DataSource } from 'typeorm';
 import { waitForOutboxPublished, type MessagingDatabase } from './support/messaging-database';
-import { MessagingTestApp } from './support/messaging-app';
+import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
 import { outboxSetup, type OutboxSetup } from './support/outbox-setup';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';
@@ -25,6 +27,22 @@ class Reminder {
 }
 
 const reminder = (id: string, key = `key-${id}`): Reminder => Object.assign(new Reminder(), { id, key });
+
+@MessageType({ type: 'shop.order-closed', idempotencyKey: (m: OrderClosed) => `order-closed:${m.id}` })
+class OrderClosed {
+  @IsString() id!: string;
+}
+
+/** Schedules a reminder from a deduplicating handler: in the handler's transaction, with its inbox row. */
+@Injectable()
+class ClosingHandler {
+  constructor(private readonly publisher: MessagePublisher) {}
+
+  @Consume({ queue: uniqueQueue('scheduling-handler'), queueType: 'classic' })
+  async onOrderClosed(event: OrderClosed): Promise<void> {
+    await this.publisher.publish(reminder(`after-${event.id}`), { delayMs: 300 });
+  }
+}
 
 /**
  * Every message the audit queue got, by reminder id, with when this spec first saw each copy: the queue is
@@ -116,6 +134,7 @@ describe('scheduled messages: published with deliverAt or delayMs, sent when due
     db = setup.db;
     audit = new Audit(setup.broker, setup.audit);
     app = await MessagingTestApp.start(setup.broker, {
+      providers: [ClosingHandler],
       options: {
         exchange: setup.exchange,
         dataSource: db.dataSource,
@@ -225,6 +244,30 @@ describe('scheduled messages: published with deliverAt or delayMs, sent when due
     await audit.waitFor('keyed-now', 'keyed-scheduled');
     const order = audit.order.filter((id) => id.startsWith('keyed-'));
     expect(order).toEqual(['keyed-now', 'keyed-scheduled']);
+  });
+
+  it("schedules from a deduplicating handler in the handler's transaction", async () => {
+    await publisher.publishNow(Object.assign(new OrderClosed(), { id: 'closed-1' }));
+
+    await audit.waitFor('after-closed-1');
+    expect(audit.copies('after-closed-1')).toBe(1);
+  });
+
+  it('keeps the order of the messages of one publishAll() without an ordering key', async () => {
+    const batch = ['batch-1', 'batch-2', 'batch-3'].map((id) => ({
+      type: 'shop.reminder',
+      payload: { id, key: 'none' },
+      idempotencyKey: `reminder:${id}`,
+    }));
+    await db.dataSource.transaction((manager) => publisher.publishAll(batch, { manager, delayMs: 300 }));
+    const keys = await db.dataSource.query<Array<{ ordering_key: string }>>(
+      `SELECT ordering_key FROM rm_scheduled WHERE idempotency_key LIKE 'reminder:batch-%' ORDER BY id`,
+    );
+    expect(new Set(keys.map((row) => row.ordering_key)).size).toBe(1);
+    expect(keys[0].ordering_key).toMatch(/^rm-transaction:/);
+
+    await audit.waitFor('batch-1', 'batch-2', 'batch-3');
+    expect(audit.order.filter((id) => id.startsWith('batch-'))).toEqual(['batch-1', 'batch-2', 'batch-3']);
   });
 
   it('writes a message due now (delayMs 0, or a deliverAt not in the future) straight to the outbox', async () => {

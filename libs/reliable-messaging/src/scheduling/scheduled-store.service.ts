@@ -100,30 +100,42 @@ export const BACKLOG =
 export class ScheduledStore {
   constructor(@Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions) {}
 
-  /** Writes `messages` in `manager`'s transaction, due at `delivery`, with one statement, in their order. */
+  /**
+   * Writes `messages` in `manager`'s transaction, due at `delivery`, with one statement, in their order; those
+   * without an ordering key take `group` as theirs (see insertStatement).
+   */
   async insert(
     manager: EntityManager,
     messages: readonly OutboundMessage[],
     delivery: ScheduledDelivery,
+    group?: string,
   ): Promise<void> {
-    const { name, text, values } = this.insertStatement(messages, delivery);
+    const { name, text, values } = this.insertStatement(messages, delivery, group);
     await preparedQuery(manager, name, text, values);
   }
 
-  /** The statement that writes `messages`, due at `delivery`; rows due together keep this order. */
-  insertStatement(messages: readonly OutboundMessage[], delivery: ScheduledDelivery): PreparedStatement {
+  /**
+   * The statement that writes `messages`, due at `delivery`; rows due together keep this order, and enter the
+   * outbox in it. Those without an ordering key of their own take `group`, so that the relay sends them in that
+   * order too (as it does a transaction's messages, see OutboxWriter).
+   */
+  insertStatement(
+    messages: readonly OutboundMessage[],
+    delivery: ScheduledDelivery,
+    group?: string,
+  ): PreparedStatement {
     const at = delivery.at ?? null;
     const afterMs = delivery.afterMs ?? null;
     if (messages.length === 1) {
       return {
         name: 'rm_scheduled_insert',
         text: `${INSERT_COLUMNS} VALUES ($1, $2, $3, $4, $5, $6, $7, ${DELIVER_AT('$8', '$9')})`,
-        values: [...rowValues(messages[0]), at, afterMs],
+        values: [...rowValues(messages[0], group), at, afterMs],
       };
     }
     const columns: unknown[][] = [[], [], [], [], [], [], []];
     for (const message of messages)
-      rowValues(message).forEach((value, column) => columns[column].push(value));
+      rowValues(message, group).forEach((value, column) => columns[column].push(value));
     return {
       name: 'rm_scheduled_insert_many',
       text:
@@ -221,8 +233,8 @@ export class ScheduledStore {
   }
 }
 
-/** A message's values for INSERT_COLUMNS but the delivery time. */
-function rowValues(message: OutboundMessage): unknown[] {
+/** A message's values for INSERT_COLUMNS but the delivery time; without an ordering key it takes `group`. */
+function rowValues(message: OutboundMessage, group: string | undefined): unknown[] {
   const { messageId, headers } = message.properties;
   const key = headers?.[HEADERS.idempotencyKey];
   return [
@@ -232,6 +244,6 @@ function rowValues(message: OutboundMessage): unknown[] {
     message.routingKey,
     JSON.stringify(message.properties),
     message.body,
-    message.orderingKey ?? null,
+    message.orderingKey ?? group ?? null,
   ];
 }

@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import { RESOLVED_MESSAGING_OPTIONS, TRANSACTION_GROUP_PREFIX } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import type { OutboundMessage } from '../envelope/envelope';
 import { ConfigurationError } from '../errors/configuration.error';
@@ -28,7 +29,7 @@ export class ScheduledWriter {
 
   /**
    * Writes `messages`, due at `delivery`, in `manager`'s transaction or the current one, with one statement, in
-   * their order. A claim-checked message whose stored body would expire before it is due is refused, as the
+   * their order (the relay sends those without an ordering key in it too: see groupOf). A claim-checked message whose stored body would expire before it is due is refused, as the
    * consumer would find no body; the bodies of the others are stored first, in the same transaction with the
    * PostgreSQL store.
    */
@@ -53,11 +54,21 @@ export class ScheduledWriter {
     const target = await writingTransaction(type, manager, this.transactions, this.options.dataSource);
     await this.claimChecks.write(messages, target);
     try {
-      await this.store.insert(target, messages, delivery);
+      await this.store.insert(target, messages, delivery, groupOf(messages));
     } catch (error) {
       if (this.options.claimCheck.store?.kind !== 'postgres') await this.claimChecks.discard(messages);
       throw error;
     }
     this.commits.wrote(target, dueAt);
   }
+}
+
+/**
+ * The ordering key the messages of one call without a key of their own share, so that they leave the outbox in
+ * their order once due; none for a single such message, which then costs the relay no key lock. Messages of two
+ * calls are not grouped: each call is due at its own time.
+ */
+function groupOf(messages: readonly OutboundMessage[]): string | undefined {
+  const keyless = messages.filter((message) => message.orderingKey === undefined).length;
+  return keyless > 1 ? `${TRANSACTION_GROUP_PREFIX}${randomUUID()}` : undefined;
 }
