@@ -2,7 +2,8 @@
  * Reliable messaging over RabbitMQ for NestJS, imported as `nestjs-reliable-messaging`: what an application touches
  * to consume, publish and run. The rest has its own entry point:
  *
- * - `nestjs-reliable-messaging/typeorm`: the outbox, scheduled messages, inbox, idempotency-key and claim-check entities and their migrations;
+ * - `nestjs-reliable-messaging/typeorm`: the outbox, scheduled messages, inbox, idempotency-key and claim-check
+ *   entities and their migrations;
  * - `nestjs-reliable-messaging/operations`: monitors, stats, connections and the names of the broker objects the
  *   module declares, for operators' scripts and harnesses, and what operator tooling builds on;
  * - `nestjs-reliable-messaging/testing`: fault points for tests that must stop the module at an exact moment;

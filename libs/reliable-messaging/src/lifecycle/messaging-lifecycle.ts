@@ -47,8 +47,8 @@ const PAST_DEADLINE_GRACE_MS = 1000;
  *    key exchange. Nothing is published before the exchanges exist;
  * 3. the publisher connection connects and opens the confirm channel that retries, dead letters, the relay and
  *    MessagePublisher publish on;
- * 4. the outbox relay, the scheduled messages' promoter and the outbox pruner start where this process relays, the inbox pruner where a consumer
- *    deduplicates, the claim-check pruner where there is a claim-check store;
+ * 4. the outbox relay, the scheduled messages' promoter and the outbox pruner start where this process relays,
+ *    the inbox pruner where a consumer deduplicates, the claim-check pruner where there is a claim-check store;
  * 5. the consumers subscribe, last, so a delivery that fails at once can already publish its retry.
  * When a step fails, what started stops again and the error fails the app's start.
  *
