@@ -29,9 +29,9 @@ export class ScheduledWriter {
 
   /**
    * Writes `messages`, due at `delivery`, in `manager`'s transaction or the current one, with one statement, in
-   * their order (the relay sends those without an ordering key in it too: see groupOf). A claim-checked message whose stored body would expire before it is due is refused, as the
-   * consumer would find no body; the bodies of the others are stored first, in the same transaction with the
-   * PostgreSQL store.
+   * their order (the relay sends those without an ordering key in it too: see groupOf). A claim-checked message
+   * whose stored body would expire before it is due is refused, as the consumer would find no body; the bodies of
+   * the others are stored first, in the same transaction with the PostgreSQL store.
    */
   async write(
     messages: readonly OutboundMessage[],
