@@ -2,7 +2,8 @@
  * Reliable messaging over RabbitMQ for NestJS, imported as `nestjs-reliable-messaging`: what an application touches
  * to consume, publish and run. The rest has its own entry point:
  *
- * - `nestjs-reliable-messaging/typeorm`: the outbox, inbox, idempotency-key and claim-check entities and their migrations;
+ * - `nestjs-reliable-messaging/typeorm`: the outbox, scheduled messages, inbox, idempotency-key and claim-check
+ *   entities and their migrations;
  * - `nestjs-reliable-messaging/operations`: monitors, stats, connections and the names of the broker objects the
  *   module declares, for operators' scripts and harnesses, and what operator tooling builds on;
  * - `nestjs-reliable-messaging/testing`: fault points for tests that must stop the module at an exact moment;
@@ -75,6 +76,13 @@ export { scrubCredentials } from './util/scrub-credentials';
 export { MessagePublisher, type PublishReceipt } from './publishing/message-publisher.service';
 /** What `publish()` takes: per-message options, and a raw message for clients of other envelopes. */
 export type { PublishOptions, RawMessage } from './publishing/publish-options';
+/**
+ * The messages published with `deliverAt` or `delayMs` and not yet due: `cancel({ messageId })` or
+ * `cancel({ idempotencyKey })` until they are due, their count and lateness, a listing (docs/scheduling.md).
+ */
+export { ScheduledMessages, type CancelOptions } from './scheduling/scheduled-messages.service';
+export type { CancelTarget } from './scheduling/cancel-target';
+export type { ScheduledBacklog, ScheduledRow } from './scheduling/scheduled-store.service';
 /** What `request()` takes: the publish options without `manager`, a required `timeoutMs` and an abort signal. */
 export type { RequestOptions } from './request-reply/request-options';
 

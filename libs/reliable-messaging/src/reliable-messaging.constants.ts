@@ -44,6 +44,8 @@ export const HEADERS = {
   claimCheckField: 'rm-claim-check-field',
   /** The lane a message asks for (`publish(m, { lane })`); a consumer with lanes routes on it (docs/lanes.md). */
   lane: 'rm-lane',
+  /** When a scheduled message was due (docs/scheduling.md); written as it enters the outbox. */
+  scheduledFor: 'rm-scheduled-for',
   traceparent: 'traceparent',
   tracestate: 'tracestate',
 } as const;

@@ -56,6 +56,11 @@ import { DeadLetterClaimCheck } from './claim-check/dead-letter-claim-check.serv
 import { ClaimCheckPruner } from './claim-check/claim-check-pruner.service';
 import { PostgresClaimCheckStore } from './claim-check/postgres-claim-check.store';
 import { SagaInstances } from './saga/saga-instances.service';
+import { ScheduledCommitSignal } from './scheduling/scheduled-commit-signal.service';
+import { ScheduledMessages } from './scheduling/scheduled-messages.service';
+import { ScheduledPromoter } from './scheduling/scheduled-promoter.service';
+import { ScheduledStore } from './scheduling/scheduled-store.service';
+import { ScheduledWriter } from './scheduling/scheduled-writer.service';
 
 /**
  * Reliable messaging over RabbitMQ. Import once with `forRoot()` / `forRootAsync()` (global by default);
@@ -107,6 +112,11 @@ import { SagaInstances } from './saga/saga-instances.service';
     OutboxRelay,
     OutboxMonitor,
     OutboxPruner,
+    ScheduledStore,
+    ScheduledWriter,
+    ScheduledPromoter,
+    ScheduledCommitSignal,
+    ScheduledMessages,
     InboxStore,
     InboxStats,
     InboxPruner,
@@ -125,6 +135,7 @@ import { SagaInstances } from './saga/saga-instances.service';
   ],
   exports: [
     MessagePublisher,
+    ScheduledMessages,
     ConsumerConnection,
     PublisherConnection,
     ConsumerRegistry,

@@ -10,14 +10,17 @@ import { OutboxMessageEntity } from './outbox/outbox-message.entity';
 import { CreateSagas1767225600040 } from './saga/create-sagas.migration';
 import { SagaHistoryEntity } from './saga/saga-history.entity';
 import { SagaInstanceEntity } from './saga/saga-instance.entity';
+import { CreateScheduled1767225600027 } from './scheduling/create-scheduled.migration';
+import { ScheduledMessageEntity } from './scheduling/scheduled-message.entity';
 
 /**
- * The module's TypeORM entities (outbox, inbox, HTTP idempotency keys, claim-check bodies, saga instances and
- * their history): add them to the
+ * The module's TypeORM entities (outbox, scheduled messages, inbox, HTTP idempotency keys, claim-check bodies,
+ * saga instances and their history): add them to the
  * DataSource's `entities`.
  */
 export const RELIABLE_MESSAGING_ENTITIES = [
   OutboxMessageEntity,
+  ScheduledMessageEntity,
   InboxMessageEntity,
   IdempotencyKeyEntity,
   ClaimCheckBodyEntity,
@@ -35,5 +38,6 @@ export const RELIABLE_MESSAGING_MIGRATIONS = [
   CreateIdempotencyKeys1767225600004,
   CreateClaimCheck1767225600005,
   ScopeIdempotencyKeysByCaller1767225600026,
+  CreateScheduled1767225600027,
   CreateSagas1767225600040,
 ];

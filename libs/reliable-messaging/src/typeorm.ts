@@ -10,6 +10,10 @@ export { RELIABLE_MESSAGING_ENTITIES, RELIABLE_MESSAGING_MIGRATIONS } from './re
 export { OutboxMessageEntity, type OutboxStatus } from './outbox/outbox-message.entity';
 export { CreateOutbox1767225600000 } from './outbox/create-outbox.migration';
 
+/** Scheduled messages: one row per message published with `deliverAt` or `delayMs` and not yet due, and its migration. */
+export { ScheduledMessageEntity } from './scheduling/scheduled-message.entity';
+export { CreateScheduled1767225600027 } from './scheduling/create-scheduled.migration';
+
 /** The inbox: one row per message a deduplicating consumer handled, and its migration. */
 export { InboxMessageEntity } from './inbox/inbox-message.entity';
 export { CreateInbox1767225600001 } from './inbox/create-inbox.migration';

@@ -2,10 +2,10 @@ import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { ConfigurationError } from '../errors/configuration.error';
-import { INBOX_TABLE, OUTBOX_TABLE } from './table-names';
+import { INBOX_TABLE, OUTBOX_TABLE, SCHEDULED_TABLE } from './table-names';
 
 /**
- * Checks at startup that the configured DataSource can hold the outbox and inbox: PostgreSQL (the relay relies
+ * Checks at startup that the configured DataSource can hold the outbox, the scheduled messages and the inbox: PostgreSQL (the relay relies
  * on `FOR UPDATE SKIP LOCKED` and LISTEN/NOTIFY), initialized, with the module's migrations applied. Each
  * failure stops startup with a message that says what to change.
  */
@@ -27,14 +27,12 @@ export class SchemaCheck implements OnModuleInit {
           'through forRootAsync({ inject: [DataSource] }), or await dataSource.initialize() first',
       );
     }
-    const rows = await dataSource.query<Array<{ outbox: string | null; inbox: string | null }>>(
-      `SELECT to_regclass($1) AS outbox, to_regclass($2) AS inbox`,
-      [OUTBOX_TABLE, INBOX_TABLE],
+    const tables = [OUTBOX_TABLE, INBOX_TABLE, SCHEDULED_TABLE];
+    const rows = await dataSource.query<Array<{ found: Array<string | null> }>>(
+      `SELECT array[to_regclass($1)::text, to_regclass($2)::text, to_regclass($3)::text] AS found`,
+      tables,
     );
-    const missing = [
-      rows[0]?.outbox ? undefined : OUTBOX_TABLE,
-      rows[0]?.inbox ? undefined : INBOX_TABLE,
-    ].filter((table) => table !== undefined);
+    const missing = tables.filter((_, index) => !rows[0]?.found[index]);
     if (missing.length > 0) {
       throw new ConfigurationError(
         `ReliableMessagingModule: table(s) ${missing.join(', ')} missing from the database; add ` +

@@ -15,3 +15,6 @@ export const SAGA_TABLE = 'rm_saga';
 
 /** The saga history table's name: one row per message a step handled. */
 export const SAGA_HISTORY_TABLE = 'rm_saga_history';
+
+/** The scheduled messages table's name: messages waiting for their delivery time before they enter the outbox. */
+export const SCHEDULED_TABLE = 'rm_scheduled';

@@ -102,6 +102,8 @@ function lifecycleWith({
     shutdown,
     { stop: step('stop database probe') } as never,
     { unregister: step('unregister metrics') } as never,
+    { start: step('start promoter'), stop: step('stop promoter') } as never,
+    { start: step('start scheduled commit signal'), stop: step('stop scheduled commit signal') } as never,
   );
   return { lifecycle, calls, deadlines, consumerConnection, publisherConnection };
 }
@@ -119,7 +121,7 @@ describe('MessagingLifecycle', () => {
     [
       'a process that relays and deduplicates',
       { relays: true, dedups: true },
-      ['start relay', 'start outbox pruner', 'start inbox pruner'],
+      ['start relay', 'start promoter', 'start outbox pruner', 'start inbox pruner'],
     ],
     ['a process without relay or inbox', { relays: false, dedups: false }, []],
   ])(
@@ -131,6 +133,7 @@ describe('MessagingLifecycle', () => {
 
       expect(calls).toEqual([
         'start commit signal',
+        'start scheduled commit signal',
         'consumer connection connects',
         'declare delay levels',
         'declare consumer topology',
@@ -165,10 +168,12 @@ describe('MessagingLifecycle', () => {
 
     expect(calls.slice(calls.indexOf('subscribe consumers'))).toEqual([
       'subscribe consumers',
+      'stop promoter',
       'stop relay',
       'stop outbox pruner',
       'stop inbox pruner',
       'stop commit signal',
+      'stop scheduled commit signal',
       'consumer connection closes',
       'publisher connection closes',
     ]);
@@ -188,10 +193,12 @@ describe('MessagingLifecycle', () => {
       'shutdown begins',
       'drain consumers',
       'stop database probe',
+      'stop promoter',
       'stop relay',
       'stop outbox pruner',
       'stop inbox pruner',
       'stop commit signal',
+      'stop scheduled commit signal',
       'consumer connection closes',
       'publisher connection closes',
       'unregister metrics',

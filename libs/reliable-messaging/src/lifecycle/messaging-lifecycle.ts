@@ -24,6 +24,8 @@ import { OutboxCommitSignal } from '../outbox/outbox-commit-signal.service';
 import { OutboxPruner } from '../outbox/outbox-pruner.service';
 import { OutboxRelay } from '../outbox/outbox-relay.service';
 import { DelayTopology } from '../retry/delay-topology.service';
+import { ScheduledCommitSignal } from '../scheduling/scheduled-commit-signal.service';
+import { ScheduledPromoter } from '../scheduling/scheduled-promoter.service';
 import { errorMessage } from '../util/error-text';
 import { withTimeout } from '../util/with-timeout';
 import { ShutdownSignal } from '../shutdown/shutdown-signal';
@@ -37,15 +39,16 @@ const PAST_DEADLINE_GRACE_MS = 1000;
  *
  * Startup (`onApplicationBootstrap`: every module is initialised and the consumers are discovered):
  * 1. every session of the DataSource's pool gets an error listener (a session the server ends while it is checked
- *    out would otherwise crash the process: database/session-error-guard.ts), and the outbox commit signal
- *    subscribes to the DataSource, so a commit that wrote outbox rows wakes a relay;
+ *    out would otherwise crash the process: database/session-error-guard.ts), and the outbox and scheduled
+ *    messages' commit signals subscribe to the DataSource, so a commit that wrote outbox rows wakes a relay and
+ *    one that scheduled a message tells the promoters when it is due;
  * 2. the consumer connection connects and declares the topology: the retry delay levels, then the exchanges and
  *    each consumer's queues, its binding to the retry deliver exchange and, when it orders by key, its
  *    key exchange. Nothing is published before the exchanges exist;
  * 3. the publisher connection connects and opens the confirm channel that retries, dead letters, the relay and
  *    MessagePublisher publish on;
- * 4. the outbox relay and the outbox pruner start where this process relays, the inbox pruner where a consumer
- *    deduplicates, the claim-check pruner where there is a claim-check store;
+ * 4. the outbox relay, the scheduled messages' promoter and the outbox pruner start where this process relays,
+ *    the inbox pruner where a consumer deduplicates, the claim-check pruner where there is a claim-check store;
  * 5. the consumers subscribe, last, so a delivery that fails at once can already publish its retry.
  * When a step fails, what started stops again and the error fails the app's start.
  *
@@ -67,9 +70,10 @@ const PAST_DEADLINE_GRACE_MS = 1000;
  *    running have their `ctx.signal` aborted, and their deliveries go back to the broker as the consumer
  *    channels close (the log says how many);
  * 4. the database probe stops;
- * 5. the outbox relay finishes its batch and its confirms;
+ * 5. the scheduled messages' promoter stops after its statement in progress, then the outbox relay finishes
+ *    its batch and its confirms;
  * 6. the outbox, inbox and claim-check pruners stop after the statement in progress;
- * 7. the commit signal unsubscribes from the DataSource, after its last NOTIFY;
+ * 7. the commit signals unsubscribe from the DataSource, after their last NOTIFYs;
  * 8. both connections close, and with them the publisher channel; a publish still waiting for a blocked
  *    connection to be unblocked fails;
  * 9. the module's metrics leave the registry (scrapes during the drain still saw them).
@@ -100,6 +104,8 @@ export class MessagingLifecycle
     private readonly shutdown: ShutdownSignal,
     private readonly database: DatabaseAvailability,
     private readonly metrics: MessagingMetrics,
+    private readonly promoter: ScheduledPromoter,
+    private readonly scheduledCommits: ScheduledCommitSignal,
   ) {}
 
   /** True from the moment shutdown begins; readiness reports unhealthy from then on. */
@@ -118,10 +124,12 @@ export class MessagingLifecycle
     }
     try {
       this.commitSignal.start();
+      this.scheduledCommits.start();
       await this.consumerConnection.start((model) => this.setUpConsumerConnection(model));
       await this.publisherConnection.start((model) => this.confirms.attach(model));
       if (this.relay.enabled) {
         this.relay.start();
+        this.promoter.start();
         this.outboxPruner.start();
       }
       if (this.inboxPruner.enabled) this.inboxPruner.start();
@@ -172,11 +180,16 @@ export class MessagingLifecycle
         `${abandoned} in-flight message(s) not finished by the deadline go back to the broker for redelivery`,
       );
     }
-    if (this.relay.enabled) await this.step('outbox relay', deadline, () => this.relay.stop(deadline));
+    if (this.relay.enabled) {
+      await this.step('scheduled messages promoter', deadline, () => this.promoter.stop());
+      await this.step('outbox relay', deadline, () => this.relay.stop(deadline));
+    }
     await this.step('pruners', deadline, () =>
       Promise.all([this.outboxPruner.stop(), this.inboxPruner.stop(), this.claimCheckPruner.stop()]),
     );
-    await this.step('outbox commit signal', deadline, () => this.commitSignal.stop());
+    await this.step('commit signals', deadline, () =>
+      Promise.all([this.commitSignal.stop(), this.scheduledCommits.stop()]),
+    );
     await this.step('closing the broker connections', deadline, () => this.closeConnections());
     this.metrics.unregister();
     this.logger.log(
@@ -187,11 +200,16 @@ export class MessagingLifecycle
   /** After a failed start: stops whatever startup had started, so nothing keeps running or holds the process. */
   private async undoStartup(): Promise<void> {
     const deadline = Date.now() + this.options.shutdownTimeoutMs;
-    if (this.relay.enabled) await this.step('outbox relay', deadline, () => this.relay.stop(deadline));
+    if (this.relay.enabled) {
+      await this.step('scheduled messages promoter', deadline, () => this.promoter.stop());
+      await this.step('outbox relay', deadline, () => this.relay.stop(deadline));
+    }
     await this.step('pruners', deadline, () =>
       Promise.all([this.outboxPruner.stop(), this.inboxPruner.stop(), this.claimCheckPruner.stop()]),
     );
-    await this.step('outbox commit signal', deadline, () => this.commitSignal.stop());
+    await this.step('commit signals', deadline, () =>
+      Promise.all([this.commitSignal.stop(), this.scheduledCommits.stop()]),
+    );
     await this.closeConnections();
   }
 

@@ -12,6 +12,8 @@ import type { OutboxRelay } from '../outbox/outbox-relay.service';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { MessagingMetrics } from './messaging-metrics.service';
 import type { ClaimCheckPruner } from '../claim-check/claim-check-pruner.service';
+import type { ScheduledMessages } from '../scheduling/scheduled-messages.service';
+import type { ScheduledPromoter } from '../scheduling/scheduled-promoter.service';
 import { ageLimitSeconds, MetricsCollector } from './metrics-collector.service';
 import type { QueueDepth, QueueDepthMonitor } from './queue-depth.monitor';
 import type { IntakeStrategy } from '../intake/consumer-intake';
@@ -43,6 +45,8 @@ function collectorWith(sources: { queues: () => Promise<QueueDepth[]> }) {
     { snapshot: () => Promise.resolve([]) } as unknown as DeadLetterMonitor,
     { isAvailable: true } as DatabaseAvailability,
     { enabled: false } as ClaimCheckPruner,
+    {} as ScheduledMessages,
+    { stats: { promoted: 0 } } as ScheduledPromoter,
   );
   collector.onModuleInit();
   const value = async (name: string) => (await registry.getSingleMetric(name)!.get()).values;

@@ -2,6 +2,7 @@ import { callNext, type MessageMiddleware } from '../pipeline/message-middleware
 import { HandlerDeadlineExceededError } from '../errors/handler-deadline-exceeded.error';
 import type { InboundDelivery } from '../pipeline/inbound-delivery';
 import type { StageDependencies } from '../pipeline/pipeline-stage';
+import { HEADERS } from '../reliable-messaging.constants';
 import { OTHER_TYPE } from './message-type-label';
 
 interface LabelSet {
@@ -13,7 +14,8 @@ interface LabelSet {
 /**
  * Measures every delivery: how long its handling took and how it ended (`rm_handler_duration_seconds`,
  * `rm_messages_consumed_total` or `rm_messages_failed_total`), and how far behind the source it was handled
- * (`rm_consumer_lag_seconds`, from the envelope's `occurredAt`). Errors pass through unchanged.
+ * (`rm_consumer_lag_seconds`, from the envelope's `occurredAt`, or for a scheduled message from when it was due).
+ * Errors pass through unchanged.
  */
 export function metricsStage(
   _plan: unknown,
@@ -46,7 +48,8 @@ export function metricsStage(
     (outcome === 'success' ? metrics.consumed : metrics.failed).inc(labels);
     const occurredAt = delivery.envelope?.occurredAt.getTime();
     if (occurredAt !== undefined && Number.isFinite(occurredAt)) {
-      metrics.consumerLag.observe(labels, Math.max(0, Date.now() - occurredAt) / 1000);
+      const since = Math.max(occurredAt, scheduledFor(delivery));
+      metrics.consumerLag.observe(labels, Math.max(0, Date.now() - since) / 1000);
     }
   };
   return (next) => (delivery) => {
@@ -61,4 +64,14 @@ export function metricsStage(
       },
     );
   };
+}
+
+/**
+ * When a scheduled message was due (its `rm-scheduled-for` header), in epoch ms; -Infinity for any other message.
+ * A header is a claim: a forged one can only make this message's lag look smaller, never hold anything up.
+ */
+function scheduledFor(delivery: InboundDelivery): number {
+  const header: unknown = delivery.raw.properties.headers?.[HEADERS.scheduledFor];
+  const at = typeof header === 'string' && header.length <= 40 ? Date.parse(header) : Number.NaN;
+  return Number.isFinite(at) ? at : Number.NEGATIVE_INFINITY;
 }

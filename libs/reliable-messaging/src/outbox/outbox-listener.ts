@@ -9,8 +9,9 @@ const RECONNECT_BASE_MS = 250;
 const RECONNECT_CAP_MS = 10_000;
 
 /**
- * Keeps one pooled connection LISTENing on the outbox channel and calls `onNotify` whenever a process that
- * writes outbox rows but doesn't relay them has committed some. When the connection drops it reconnects with backoff, and calls
+ * Keeps one pooled connection LISTENing on a channel (the outbox channel unless told another) and calls
+ * `onNotify` with each notification's payload: for the outbox's, whenever a process that writes outbox rows but
+ * doesn't relay them has committed some. When the connection drops it reconnects with backoff, and calls
  * `onNotify` once connected again, since commits made in between sent notifications nobody heard. The relay
  * polls as well, so a lost notification only delays a row, never strands it.
  */
@@ -23,8 +24,11 @@ export class OutboxListener {
 
   constructor(
     private readonly dataSource: DataSource,
-    private readonly onNotify: () => void,
+    private readonly onNotify: (payload?: string) => void,
     private readonly logger: Logger,
+    private readonly channel: string = OUTBOX_CHANNEL,
+    /** Who listens, for the log: `outbox relay` unless told another. */
+    private readonly listenerName = 'outbox relay',
   ) {}
 
   /** Starts listening in the background. */
@@ -45,7 +49,7 @@ export class OutboxListener {
       failures = lost.listened ? 1 : failures + 1;
       const delay = fullJitterDelay(failures, RECONNECT_BASE_MS, RECONNECT_CAP_MS);
       this.logger.warn(
-        `outbox relay: commit notifications interrupted (${errorMessage(lost.error)}); polling until listening again in ${delay} ms`,
+        `${this.listenerName}: commit notifications interrupted (${errorMessage(lost.error)}); polling until listening again in ${delay} ms`,
       );
       await sleep(delay, this.stopping.signal);
     }
@@ -57,7 +61,7 @@ export class OutboxListener {
     let client: PoolClient | undefined;
     let broken = false;
     const onNotification = (notification: Notification): void => {
-      if (notification.channel === OUTBOX_CHANNEL) this.onNotify();
+      if (notification.channel === this.channel) this.onNotify(notification.payload);
     };
     let signalLost: (error: unknown) => void = () => undefined;
     const lost = new Promise<unknown>((resolve) => (signalLost = resolve));
@@ -71,7 +75,7 @@ export class OutboxListener {
       client.on('notification', onNotification);
       client.on('error', onError);
       client.on('end', onEnd);
-      await runner.query(`LISTEN "${OUTBOX_CHANNEL}"`);
+      await runner.query(`LISTEN "${this.channel}"`);
       this.onNotify();
       const error = await Promise.race([lost, this.stopped]);
       return { listened: true, error };
@@ -79,7 +83,7 @@ export class OutboxListener {
       broken = true;
       return { listened: false, error };
     } finally {
-      if (client && !broken) await runner.query(`UNLISTEN "${OUTBOX_CHANNEL}"`).catch(() => (broken = true));
+      if (client && !broken) await runner.query(`UNLISTEN "${this.channel}"`).catch(() => (broken = true));
       client?.off('notification', onNotification);
       client?.off('error', onError);
       client?.off('end', onEnd);

@@ -145,7 +145,7 @@ describe('startup without the tables', () => {
       const { error } = await MessagingTestApp.startFailing(broker, { options: { dataSource } });
 
       expect(String(error)).toMatch(
-        /table\(s\) rm_outbox, rm_inbox missing from the database; add RELIABLE_MESSAGING_MIGRATIONS to the DataSource migrations with migrationsRun: true/,
+        /table\(s\) rm_outbox, rm_inbox, rm_scheduled missing from the database; add RELIABLE_MESSAGING_MIGRATIONS to the DataSource migrations with migrationsRun: true/,
       );
     } finally {
       await dataSource.destroy();

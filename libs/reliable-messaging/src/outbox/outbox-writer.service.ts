@@ -3,9 +3,8 @@ import type { EntityManager } from 'typeorm';
 import { RESOLVED_MESSAGING_OPTIONS, TRANSACTION_GROUP_PREFIX } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import type { OutboundMessage } from '../envelope/envelope';
-import { ConfigurationError } from '../errors/configuration.error';
-import { NoTransactionError } from '../errors/no-transaction.error';
 import { TransactionContext } from '../database/transaction-context.service';
+import { writingTransaction } from '../database/writing-transaction';
 import { ClaimCheckWriter } from '../claim-check/claim-check-writer.service';
 import { randomUUID } from 'node:crypto';
 import { OutboxCommitSignal, type TransactionWrites } from './outbox-commit-signal.service';
@@ -44,23 +43,7 @@ export class OutboxWriter {
   async write(messages: readonly OutboundMessage[], manager?: EntityManager): Promise<void> {
     if (messages.length === 0) return;
     const type = messages[0].properties.type ?? messages[0].routingKey;
-    const target = manager ?? (await this.transactions.currentManager());
-    if (!target) throw new NoTransactionError(type);
-    if (manager) {
-      const runner = manager.queryRunner;
-      if (!runner || runner.isReleased || !runner.isTransactionActive) {
-        throw new NoTransactionError(
-          type,
-          'the EntityManager passed as { manager } is not inside a transaction',
-        );
-      }
-    }
-    if (target.connection !== this.options.dataSource) {
-      throw new ConfigurationError(
-        `publish() of '${type}': the transaction belongs to another DataSource than the module's dataSource option, ` +
-          'so the message could not commit with it; publish inside a transaction of that DataSource',
-      );
-    }
+    const target = await writingTransaction(type, manager, this.transactions, this.options.dataSource);
     // The claim check's bodies first, in the same transaction: a rollback takes the bodies with the rows.
     await this.claimChecks.write(messages, target);
     const writes = this.commits.writesOf(target) ?? { ungrouped: [], held: [] };

@@ -6,6 +6,8 @@ import { EnvelopeFactory } from '../envelope/envelope.factory';
 import { ConfigurationError } from '../errors/configuration.error';
 import { PublishTimeoutError } from '../errors/publish.error';
 import { OutboxWriter } from '../outbox/outbox-writer.service';
+import { scheduledDelivery } from '../scheduling/scheduled-delivery';
+import { ScheduledWriter } from '../scheduling/scheduled-writer.service';
 import { RequestChannel } from '../request-reply/request-channel.service';
 import { requestTimeout, type RequestOptions } from '../request-reply/request-options';
 import type { PublishOptions } from './publish-options';
@@ -29,6 +31,7 @@ export class MessagePublisher {
     private readonly outbox: OutboxWriter,
     private readonly requests: RequestChannel,
     private readonly claimChecks: ClaimCheckWriter,
+    private readonly scheduled: ScheduledWriter,
   ) {}
 
   /**
@@ -36,6 +39,11 @@ export class MessagePublisher {
    * in `options.manager`'s transaction, else in the current one (nestjs-cls' `@Transactional()`, or the handler's
    * with dedup on), and throws NoTransactionError outside any transaction; it is sent once that transaction
    * commits, and never if it rolls back. Without a `dataSource`: sends at once and waits for the confirm.
+   *
+   * With `deliverAt` or `delayMs` (docs/scheduling.md) the message is written to the scheduled messages table in
+   * that transaction instead, and sent when due; the receipt's `messageId` cancels it until then
+   * (`ScheduledMessages.cancel()`). Throws a ConfigurationError when both are given or either is invalid, and
+   * without a `dataSource`, which scheduled messages need.
    */
   async publish(message: object, options: PublishOptions = {}): Promise<PublishReceipt> {
     const [receipt] = await this.publishAll([message], options);
@@ -60,8 +68,18 @@ export class MessagePublisher {
           'key, in @MessageType() or on the { type, payload, idempotencyKey } message',
       );
     }
+    const type = describeType(messages[0] ?? {});
+    const delivery = scheduledDelivery(type, options);
+    if (delivery && !this.outbox.enabled) {
+      throw new ConfigurationError(
+        `publish() of '${type}' with deliverAt or delayMs: scheduled messages wait in the ` +
+          "outbox's database, so they need the module's dataSource option (see docs/scheduling.md)",
+      );
+    }
     const outbound = messages.map((message) => this.envelopes.create(message, options));
-    if (this.outbox.enabled) {
+    if (delivery) {
+      await this.scheduled.write(outbound, delivery, options.manager);
+    } else if (this.outbox.enabled) {
       await this.outbox.write(outbound, options.manager);
     } else {
       await this.sendNow(outbound);
@@ -69,8 +87,12 @@ export class MessagePublisher {
     return outbound.map((each) => ({ messageId: each.properties.messageId }));
   }
 
-  /** Sends at once and waits for the broker's confirm; not tied to any database transaction. */
+  /**
+   * Sends at once and waits for the broker's confirm; not tied to any database transaction. Refuses `deliverAt`
+   * and `delayMs` (a ConfigurationError): a scheduled message goes through `publish()`.
+   */
   async publishNow(message: object, options: PublishOptions = {}): Promise<PublishReceipt> {
+    refuseSchedule('publishNow', message, options);
     const outbound = this.envelopes.create(message, options);
     await this.sendNow([outbound]);
     return { messageId: outbound.properties.messageId };
@@ -108,10 +130,21 @@ export class MessagePublisher {
    */
   async request<TReply = unknown>(message: object, options: RequestOptions): Promise<TReply> {
     const timeoutMs = requestTimeout(describeType(message), options);
+    refuseSchedule('request', message, options);
     const { signal, ...publishOptions } = options;
     const outbound = this.envelopes.create(message, publishOptions, 'message-id');
     await this.claimChecks.write([outbound]);
     return (await this.requests.request(outbound, timeoutMs, signal)) as TReply;
+  }
+}
+
+/** Refuses the options that schedule a message on a call that sends at once. */
+function refuseSchedule(call: string, message: object, options: Partial<PublishOptions>): void {
+  if (options.deliverAt !== undefined || options.delayMs !== undefined) {
+    throw new ConfigurationError(
+      `${call}() of '${describeType(message)}' sends at once, so it takes no deliverAt or delayMs; ` +
+        'schedule the message with publish()',
+    );
   }
 }
 

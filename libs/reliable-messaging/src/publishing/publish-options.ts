@@ -34,6 +34,18 @@ export interface PublishOptions {
   priority?: number;
   /** Extra string headers. Names starting with `rm-` are reserved and refused. */
   headers?: Record<string, string>;
+  /**
+   * Sends the message at this moment rather than now (docs/scheduling.md): it waits in the scheduled messages
+   * table, written in the caller's transaction, enters the outbox when due and can be cancelled until then
+   * (`ScheduledMessages.cancel()`). A moment not in the future sends it now. Needs the `dataSource` option; not
+   * with `delayMs`. Default: none (sent once the transaction commits).
+   */
+  deliverAt?: Date;
+  /**
+   * Sends the message this many milliseconds after its transaction wrote it (on the database's clock), as
+   * `deliverAt` does; 0 sends it now. A finite number, 0 or more; not with `deliverAt`. Default: none.
+   */
+  delayMs?: number;
   /** The transaction to write the outbox row in. Default: the transaction active in async context. */
   manager?: EntityManager;
 }
