@@ -84,7 +84,8 @@ describe('plans of the statements on growing tables', () => {
     await db.dataSource.query(
       `INSERT INTO rm_outbox (message_id, exchange, routing_key, properties, body, ordering_key, status, published_at) ` +
         `SELECT gen_random_uuid(), 'events', 'order.placed', '{}', '\\x7b7d', 'key-' || (n % 100), ` +
-        `CASE WHEN n <= $1 / 2 THEN 'published' ELSE 'pending' END, CASE WHEN n <= $1 / 2 THEN now() END ` +
+        `CASE WHEN n <= $1 / 2 THEN 'published' ELSE 'pending' END, ` +
+        `CASE WHEN n <= $1 / 2 THEN now() - interval '2 hours' END ` +
         `FROM generate_series(1, $1) n`,
       [ROWS],
     );
@@ -129,10 +130,15 @@ describe('plans of the statements on growing tables', () => {
     }
   });
 
-  it('prunes the inbox and the idempotency keys oldest first from their time index, never scanning the table', async () => {
+  it('prunes the inbox, the published outbox rows and the idempotency keys oldest first from their time index, never scanning the table', async () => {
     const inbox = recording();
     await new InboxStore({ dataSource: inbox.dataSource } as ResolvedMessagingOptions).prune(
       86_400_000,
+      1000,
+    );
+    const outbox = recording();
+    await new OutboxStore({ dataSource: outbox.dataSource } as ResolvedMessagingOptions).prunePublished(
+      3_600_000,
       1000,
     );
     const keys = recording();
@@ -147,6 +153,11 @@ describe('plans of the statements on growing tables', () => {
         sent: inbox.sent[0],
         index: /Index Scan using rm_inbox_processed_at_idx/,
         table: /Seq Scan on rm_inbox/,
+      },
+      {
+        sent: outbox.sent[0],
+        index: /Index Scan using rm_outbox_published_at_idx/,
+        table: /Seq Scan on rm_outbox/,
       },
       {
         sent: keys.sent[0],
