@@ -54,7 +54,7 @@ export type { SagaContext } from './saga/saga-context';
 /** Reads saga instances (state, version, status, history) and prunes completed ones. */
 export { SagaInstances, type SagaInstanceView, type SagaHistoryEntry } from './saga/saga-instances.service';
 /** An instance's status, and what one message did to it in its history. */
-export type { SagaStatus, SagaOutcome } from './saga/saga-store';
+export type { SagaStatus, SagaOutcome, SagaTimeout } from './saga/saga-store';
 
 /** What a handler receives beside the payload: ids, attempt, headers, the transaction's manager. */
 export type { MessageContext } from './context/message-context';

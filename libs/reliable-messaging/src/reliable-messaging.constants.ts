@@ -1,5 +1,10 @@
 /** Injection token of the resolved, validated options (ResolvedMessagingOptions). */
 export const RESOLVED_MESSAGING_OPTIONS = Symbol('RESOLVED_MESSAGING_OPTIONS');
+/**
+ * What saga steps' timeouts use, `SagaTimeoutServices` (the publisher, the scheduled messages): provided under a
+ * token so that the reliability pipeline, which the publisher's own dependencies reach, does not import them.
+ */
+export const SAGA_TIMEOUT_SERVICES = Symbol('SAGA_TIMEOUT_SERVICES');
 /** Metadata key under which `@Consume()` stores its options on a method. */
 export const CONSUME_METADATA = 'reliable-messaging:consume';
 /** Metadata key under which `@Publish()` stores its options on a method. */

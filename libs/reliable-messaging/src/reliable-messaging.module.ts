@@ -4,7 +4,8 @@ import {
   RELIABLE_MESSAGING_MODULE_OPTIONS,
   ReliableMessagingConfigurableModule,
 } from './reliable-messaging-module-definition';
-import { RESOLVED_MESSAGING_OPTIONS } from './reliable-messaging.constants';
+import { RESOLVED_MESSAGING_OPTIONS, SAGA_TIMEOUT_SERVICES } from './reliable-messaging.constants';
+import type { SagaTimeoutServices } from './pipeline/pipeline-stage';
 import { resolveOptions, type ReliableMessagingModuleOptions } from './options/reliable-messaging.options';
 import { ConsumerConnection } from './amqp/consumer-connection.service';
 import { PublisherConnection } from './amqp/publisher-connection.service';
@@ -117,6 +118,14 @@ import { ScheduledWriter } from './scheduling/scheduled-writer.service';
     ScheduledPromoter,
     ScheduledCommitSignal,
     ScheduledMessages,
+    {
+      provide: SAGA_TIMEOUT_SERVICES,
+      useFactory: (publisher: MessagePublisher, scheduled: ScheduledMessages): SagaTimeoutServices => ({
+        publisher,
+        scheduled,
+      }),
+      inject: [MessagePublisher, ScheduledMessages],
+    },
     InboxStore,
     InboxStats,
     InboxPruner,

@@ -1,3 +1,5 @@
+import type { MessagePublisher } from '../publishing/message-publisher.service';
+import type { ScheduledMessages } from '../scheduling/scheduled-messages.service';
 import type { ClaimCheckReader } from '../claim-check/claim-check-reader.service';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { DatabaseAvailability } from '../database/database-availability.service';
@@ -13,6 +15,12 @@ import type { ReplyPublisher } from '../request-reply/reply-publisher.service';
 import type { MessageMiddleware } from './message-middleware';
 
 /** The module's services the stages use, gathered once by the ReliabilityPipeline. */
+/** The services saga timeouts use (provided as SAGA_TIMEOUT_SERVICES). */
+export interface SagaTimeoutServices {
+  publisher: Pick<MessagePublisher, 'publish'>;
+  scheduled: Pick<ScheduledMessages, 'cancel'>;
+}
+
 export interface StageDependencies {
   /** Retries or dead-letters a failed delivery, or gives a held one back to its queue. */
   failures: FailureHandler;
@@ -34,6 +42,11 @@ export interface StageDependencies {
    * `inbox.store: 'memory'`.
    */
   inbox: { store: InboxStore; stats: InboxStats; transactions: TransactionContext; memory?: MemoryInbox };
+  /**
+   * What saga steps' timeouts need: the publisher that schedules them, and the cancel for a completed instance;
+   * resolved at a step's first timeout, not when the pipeline is built.
+   */
+  sagas: () => SagaTimeoutServices;
 }
 
 /**

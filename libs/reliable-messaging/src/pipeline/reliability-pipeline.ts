@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ExternalContextCreator } from '@nestjs/core';
-import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import { ExternalContextCreator, ModuleRef } from '@nestjs/core';
+import { RESOLVED_MESSAGING_OPTIONS, SAGA_TIMEOUT_SERVICES } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { MessageContextStorage } from '../context/message-context.storage';
@@ -32,7 +32,7 @@ import { decodeStage } from './decode.middleware';
 import { invokeHandler } from './invoke-handler';
 import { createNestHandler } from './nest-handler';
 import { compose, type MessageHandler, type MessageMiddleware } from './message-middleware';
-import type { PipelineStage, StageDependencies } from './pipeline-stage';
+import type { PipelineStage, SagaTimeoutServices, StageDependencies } from './pipeline-stage';
 import { settleStage } from './settle.middleware';
 
 /**
@@ -104,9 +104,11 @@ export class ReliabilityPipeline {
     transactions: TransactionContext,
     memoryInbox: MemoryInbox,
     claimChecks: ClaimCheckReader,
+    moduleRef: ModuleRef,
     private readonly contextStorage: MessageContextStorage,
     private readonly externalContextCreator: ExternalContextCreator,
   ) {
+    let sagaServices: SagaTimeoutServices | undefined;
     this.deps = {
       failures,
       retries,
@@ -122,6 +124,10 @@ export class ReliabilityPipeline {
         transactions,
         memory: options.inbox.store === 'memory' ? memoryInbox : undefined,
       },
+      // NOTE: the publisher's own dependencies reach the consumer registry, which builds this pipeline: injected here
+      // they would close a cycle Nest refuses, so saga steps look them up when they first schedule a timeout.
+      sagas: () =>
+        (sagaServices ??= moduleRef.get<SagaTimeoutServices>(SAGA_TIMEOUT_SERVICES, { strict: false })),
     };
   }
 

@@ -1,3 +1,4 @@
+import type { SagaTimeout } from './saga-store';
 import type { MessageContext } from '../context/message-context';
 
 /**
@@ -22,7 +23,17 @@ export interface SagaContext<S extends object = Record<string, unknown>> extends
   readonly completing: boolean;
   /**
    * Completes the instance when this step commits: its row stays, with status `completed`, so that late messages
-   * meet the steps' `onCompleted` policy and its history stays inspectable, until pruned.
+   * meet the steps' `onCompleted` policy and its history stays inspectable, until pruned. The timeouts it still
+   * waits for are cancelled in the same transaction.
    */
   complete(): void;
+  /**
+   * Asks for a timeout: `message` is published with `delayMs` or `deliverAt` in this step's transaction (a
+   * scheduled message, docs/scheduling.md), and the instance waits for it until it arrives or the instance
+   * completes, which cancels it. It arrives as any message does, at the saga's step for its type, which correlates
+   * it to this instance by its key. Resolves with its message id. Needs the module's `dataSource`.
+   */
+  requestTimeout(message: object, when: { delayMs: number } | { deliverAt: Date }): Promise<string>;
+  /** The timeouts the instance waits for, as this step leaves them. */
+  readonly pendingTimeouts: readonly SagaTimeout[];
 }

@@ -38,8 +38,8 @@ export class SagaInstanceEntity {
   version!: number;
 
   /**
-   * Reserved for the instance's pending timeouts (the scheduled messages a step asks for), so that completion can
-   * cancel them; always `[]` until timeouts exist.
+   * The instance's pending timeouts (the scheduled messages its steps asked for, `SagaTimeout`), so that completion
+   * can cancel them.
    */
   @Column({ type: 'jsonb', default: () => "'[]'" })
   timeouts!: unknown[];

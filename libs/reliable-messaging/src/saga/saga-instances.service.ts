@@ -1,3 +1,4 @@
+import type { SagaTimeout } from './saga-store';
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
@@ -30,8 +31,8 @@ export interface SagaInstanceView {
   readonly completedAt: Date | null;
   /** Its latest history entries, oldest first. */
   readonly history: readonly SagaHistoryEntry[];
-  /** The timeouts it waits for: always empty until timeouts come with scheduled messages. */
-  readonly pendingTimeouts: readonly unknown[];
+  /** The timeouts it waits for (`SagaContext.requestTimeout()`): each scheduled message's id and due time. */
+  readonly pendingTimeouts: readonly SagaTimeout[];
 }
 
 /** The most history entries `find()` returns. */

@@ -1,5 +1,6 @@
 import { DeliveryContext } from '../pipeline/delivery-context';
 import type { SagaContext } from './saga-context';
+import type { SagaTimeout } from './saga-store';
 
 /** The instance one run of a step works on, as the saga stage loaded it and the step leaves it. */
 export interface SagaStepRun {
@@ -9,6 +10,10 @@ export interface SagaStepRun {
   readonly version: number;
   state: object;
   completing: boolean;
+  /** The timeouts the instance waits for: as loaded, less the one this message is, plus those asked for. */
+  timeouts: SagaTimeout[];
+  /** Schedules a timeout in the step's transaction and records it in `timeouts`. */
+  requestTimeout(message: object, when: { delayMs: number } | { deliverAt: Date }): Promise<string>;
 }
 
 /**
@@ -53,5 +58,13 @@ export class SagaStepContext extends DeliveryContext implements SagaContext<obje
 
   complete(): void {
     this.run.completing = true;
+  }
+
+  requestTimeout(message: object, when: { delayMs: number } | { deliverAt: Date }): Promise<string> {
+    return this.run.requestTimeout(message, when);
+  }
+
+  get pendingTimeouts(): readonly SagaTimeout[] {
+    return this.run.timeouts;
   }
 }

@@ -4,6 +4,14 @@ import { preparedCommand, preparedQuery } from '../database/prepared-query';
 /** An instance's status: `active` until a step completes it, then `completed` until pruned. */
 export type SagaStatus = 'active' | 'completed';
 
+/** A timeout an instance waits for: a scheduled message a step asked for, not yet due. */
+export interface SagaTimeout {
+  /** The scheduled message's id: what cancels it, and what tells it apart when it arrives. */
+  readonly messageId: string;
+  /** When it is due, as the step asked (ISO 8601). */
+  readonly dueAt: string;
+}
+
 /** What a step learns of one instance's row before it runs. */
 export interface StoredInstance {
   /** The row's id (a bigint, as text). */
@@ -11,6 +19,7 @@ export interface StoredInstance {
   readonly status: SagaStatus;
   readonly state: object;
   readonly version: number;
+  readonly timeouts: SagaTimeout[];
 }
 
 /** What one message did to an instance, as its history records it. */
@@ -26,6 +35,8 @@ export interface StepWrite {
   readonly id?: string;
   /** The state as JSON text, checked (saga-state.ts). */
   readonly state: string;
+  /** The timeouts it waits for after this step. */
+  readonly timeouts: readonly SagaTimeout[];
   readonly status: SagaStatus;
   readonly outcome: SagaOutcome;
   readonly messageId: string;
@@ -34,7 +45,7 @@ export interface StepWrite {
 }
 
 const LOAD_TEXT =
-  `SELECT "id"::text AS "id", "status", "state", "version" FROM "rm_saga" ` +
+  `SELECT "id"::text AS "id", "status", "state", "version", "timeouts" FROM "rm_saga" ` +
   `WHERE "saga" = $1 AND "correlation_key" = $2`;
 
 // NOTE: a re-run after a lost race locks the row as it reads it. Without the lock, steps racing for one hot instance
@@ -49,8 +60,8 @@ const HISTORY_INSERT =
 // NOTE: a unique violation would abort the transaction, so the start inserts with ON CONFLICT DO NOTHING and reads
 // "nothing inserted" as the conflict: the transaction stays usable for the rollback the re-run begins with.
 const START_TEXT =
-  `WITH written AS (INSERT INTO "rm_saga" ("saga", "correlation_key", "status", "state", "version", "completed_at") ` +
-  `VALUES ($1, $2, $4::text, $3::jsonb, 1, CASE WHEN $4::text = 'completed' THEN now() END) ` +
+  `WITH written AS (INSERT INTO "rm_saga" ("saga", "correlation_key", "status", "state", "version", "completed_at", "timeouts") ` +
+  `VALUES ($1, $2, $4::text, $3::jsonb, 1, CASE WHEN $4::text = 'completed' THEN now() END, $9::jsonb) ` +
   `ON CONFLICT ("saga", "correlation_key") DO NOTHING RETURNING "id", "version") ` +
   HISTORY_INSERT;
 
@@ -59,7 +70,7 @@ const START_TEXT =
 // exactly one writes, whatever their timing.
 const CONTINUE_TEXT =
   `WITH written AS (UPDATE "rm_saga" SET "state" = $3::jsonb, "status" = $4::text, "version" = "version" + 1, ` +
-  `"updated_at" = now(), "completed_at" = CASE WHEN $4::text = 'completed' THEN now() END ` +
+  `"updated_at" = now(), "completed_at" = CASE WHEN $4::text = 'completed' THEN now() END, "timeouts" = $9::jsonb ` +
   `WHERE "id" = $1::bigint AND "version" = $2::integer RETURNING "id", "version") ` +
   HISTORY_INSERT;
 
@@ -89,18 +100,25 @@ export async function loadInstance(
  * (it started the instance, or changed it, first); nothing was written then.
  */
 export async function writeStep(manager: EntityManager, write: StepWrite): Promise<boolean> {
-  const history = [write.messageId, write.messageType, write.step, write.outcome];
+  // $5 to $8 the history row, $9 the timeouts.
+  const rest = [
+    write.messageId,
+    write.messageType,
+    write.step,
+    write.outcome,
+    JSON.stringify(write.timeouts),
+  ];
   const statement =
     write.expectedVersion === 0
       ? {
           name: 'rm_saga_start',
           text: START_TEXT,
-          values: [write.saga, write.correlationKey, write.state, write.status, ...history],
+          values: [write.saga, write.correlationKey, write.state, write.status, ...rest],
         }
       : {
           name: 'rm_saga_continue',
           text: CONTINUE_TEXT,
-          values: [write.id, write.expectedVersion, write.state, write.status, ...history],
+          values: [write.id, write.expectedVersion, write.state, write.status, ...rest],
         };
   return (await preparedCommand(manager, statement)) === 1;
 }

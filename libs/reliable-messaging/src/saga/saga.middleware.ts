@@ -3,6 +3,7 @@ import type { ConsumerPlan } from '../consuming/consumer-plan';
 import { SagaConflictError } from '../errors/saga-conflict.error';
 import { SagaRefusedError } from '../errors/saga-refused.error';
 import type { MessageMiddleware } from '../pipeline/message-middleware';
+import type { StageDependencies } from '../pipeline/pipeline-stage';
 import { correlationKey } from './saga-correlation';
 import { serialiseState } from './saga-state';
 import { SagaStepContext, type SagaStepRun } from './saga-step-context';
@@ -22,7 +23,10 @@ const logger = new Logger('ReliableMessaging');
  * another step got there first nothing is written and the stage throws SagaConflictError, which rolls the
  * transaction back; the conflict stage outside runs the step again.
  */
-export function sagaStage(consumer: Pick<ConsumerPlan, 'saga'>): MessageMiddleware | undefined {
+export function sagaStage(
+  consumer: Pick<ConsumerPlan, 'saga'>,
+  deps: Pick<StageDependencies, 'sagas'>,
+): MessageMiddleware | undefined {
   const step = consumer.saga;
   if (!step) return undefined;
   return (next) => async (delivery) => {
@@ -61,9 +65,24 @@ export function sagaStage(consumer: Pick<ConsumerPlan, 'saga'>): MessageMiddlewa
       version: found?.version ?? 0,
       state: found?.state ?? step.initialState(),
       completing: false,
+      // A timeout that arrives is no longer waited for.
+      timeouts: (found?.timeouts ?? []).filter((timeout) => timeout.messageId !== envelope.messageId),
+      requestTimeout: async (timeout, when) => {
+        const { messageId } = await deps.sagas().publisher.publish(timeout, { ...when, manager });
+        const dueAt = 'deliverAt' in when ? when.deliverAt : new Date(Date.now() + when.delayMs);
+        run.timeouts.push({ messageId, dueAt: dueAt.toISOString() });
+        return messageId;
+      },
     };
     delivery.contextFactory = (...args) => new SagaStepContext(run, ...args);
     await next(delivery);
+    if (run.completing) {
+      // Cancelled in the step's transaction: a timeout already due has entered the outbox and arrives anyway, to
+      // meet the step's onCompleted policy.
+      for (const { messageId } of run.timeouts)
+        await deps.sagas().scheduled.cancel({ messageId }, { manager });
+      run.timeouts = [];
+    }
     const outcome: SagaOutcome = run.completing ? 'completed' : found ? 'continued' : 'started';
     const written = await writeStep(manager, {
       ...message,
@@ -72,6 +91,7 @@ export function sagaStage(consumer: Pick<ConsumerPlan, 'saga'>): MessageMiddlewa
       expectedVersion: run.version,
       id: found?.id,
       state: serialiseState(run.state, step.maxStateBytes, step.step),
+      timeouts: run.timeouts,
       status: run.completing ? 'completed' : 'active',
       outcome,
     });

@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { IsString } from 'class-validator';
+import { MessageType, Saga, SagaInstances, SagaStep, type SagaContext } from 'nestjs-reliable-messaging';
+import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
+import { MessagingTestApp, uniqueQueue } from './support/messaging-app';
+import { TestBroker } from './support/test-broker';
+import { waitFor } from './support/wait-for';
+
+@MessageType({ type: 'shop.order-placed', idempotencyKey: (m: OrderPlaced) => `placed:${m.orderId}` })
+class OrderPlaced {
+  @IsString() orderId!: string;
+}
+
+@MessageType({ type: 'shop.order-paid', idempotencyKey: (m: OrderPaid) => `paid:${m.orderId}` })
+class OrderPaid {
+  @IsString() orderId!: string;
+}
+
+/** The timeout: the payment did not come in time. */
+@MessageType({
+  type: 'shop.payment-timed-out',
+  idempotencyKey: (m: PaymentTimedOut) => `payment-timed-out:${m.orderId}`,
+})
+class PaymentTimedOut {
+  @IsString() orderId!: string;
+}
+
+const placed = (orderId: string): OrderPlaced => Object.assign(new OrderPlaced(), { orderId });
+const paid = (orderId: string): OrderPaid => Object.assign(new OrderPaid(), { orderId });
+
+/** How long an order waits for its payment. */
+const PAYMENT_TIMEOUT_MS = 1500;
+
+interface PaymentState {
+  outcome: 'waiting' | 'paid' | 'cancelled';
+}
+
+const SAGA = uniqueQueue('payment-deadline');
+
+/** Placed asks for a timeout; paid completes the instance (which cancels it); the timeout cancels the order. */
+@Saga({ name: SAGA, initialState: (): PaymentState => ({ outcome: 'waiting' }) })
+class PaymentDeadline {
+  readonly timedOut: string[] = [];
+
+  @SagaStep(OrderPlaced, { correlate: (m) => m.orderId, onMissing: 'start', queueType: 'classic' })
+  async onPlaced(event: OrderPlaced, saga: SagaContext<PaymentState>): Promise<void> {
+    await saga.requestTimeout(Object.assign(new PaymentTimedOut(), { orderId: event.orderId }), {
+      delayMs: PAYMENT_TIMEOUT_MS,
+    });
+  }
+
+  @SagaStep(OrderPaid, { correlate: (m) => m.orderId, queueType: 'classic' })
+  onPaid(_event: OrderPaid, saga: SagaContext<PaymentState>): void {
+    saga.state.outcome = 'paid';
+    saga.complete();
+  }
+
+  @SagaStep(PaymentTimedOut, { correlate: (m) => m.orderId, queueType: 'classic' })
+  onTimedOut(event: PaymentTimedOut, saga: SagaContext<PaymentState>): void {
+    this.timedOut.push(event.orderId);
+    saga.state.outcome = 'cancelled';
+    saga.complete();
+  }
+}
+
+describe('saga timeouts: scheduled messages an instance waits for, cancelled when it completes first', () => {
+  let db: MessagingDatabase;
+  let broker: TestBroker;
+  let app: MessagingTestApp;
+  let saga: PaymentDeadline;
+  let instances: SagaInstances;
+
+  beforeAll(async () => {
+    db = await createMessagingDatabase();
+    broker = await TestBroker.connect();
+    app = await MessagingTestApp.start(broker, {
+      providers: [PaymentDeadline],
+      options: { dataSource: db.dataSource },
+    });
+    saga = app.get(PaymentDeadline);
+    instances = app.get(SagaInstances);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await broker?.deleteByPrefix();
+    await broker?.close();
+    await db?.drop();
+  });
+
+  const scheduledRows = async (): Promise<number> => {
+    const [{ n }] = await db.dataSource.query<Array<{ n: number }>>(
+      `SELECT count(*)::int AS n FROM rm_scheduled`,
+    );
+    return n;
+  };
+
+  it('fires the timeout when the payment does not come, and the instance completes cancelled', async () => {
+    await app.publisher.publishNow(placed('late'));
+    await waitFor('the instance waiting for its timeout', async () => {
+      const instance = await instances.find(SAGA, 'late');
+      return instance?.version === 1 && instance.pendingTimeouts.length === 1;
+    });
+    const [timeout] = (await instances.find(SAGA, 'late'))!.pendingTimeouts;
+    expect(Date.parse(timeout.dueAt)).toBeGreaterThan(Date.now());
+
+    await waitFor(
+      'the timeout handled',
+      async () => (await instances.find(SAGA, 'late'))?.status === 'completed',
+    );
+
+    expect(saga.timedOut).toEqual(['late']);
+    const instance = await instances.find(SAGA, 'late');
+    expect(instance).toMatchObject({ state: { outcome: 'cancelled' }, pendingTimeouts: [] });
+    expect(instance?.history.map((entry) => [entry.messageType, entry.outcome])).toEqual([
+      ['shop.order-placed', 'started'],
+      ['shop.payment-timed-out', 'completed'],
+    ]);
+  });
+
+  it('cancels the timeout in the step that completes the instance, so it never arrives', async () => {
+    await app.publisher.publishNow(placed('on-time'));
+    await waitFor(
+      'the timeout scheduled',
+      async () => (await instances.find(SAGA, 'on-time'))?.pendingTimeouts.length === 1,
+    );
+    const [timeout] = (await instances.find(SAGA, 'on-time'))!.pendingTimeouts;
+
+    await app.publisher.publishNow(paid('on-time'));
+    await waitFor(
+      'the instance paid',
+      async () => (await instances.find(SAGA, 'on-time'))?.status === 'completed',
+    );
+
+    const instance = await instances.find(SAGA, 'on-time');
+    expect(instance).toMatchObject({ state: { outcome: 'paid' }, pendingTimeouts: [] });
+    // The scheduled row went with the completing step's commit: nothing left to promote, nothing in the outbox.
+    expect(await scheduledRows()).toBe(0);
+    const [{ n }] = await db.dataSource.query<Array<{ n: number }>>(
+      `SELECT count(*)::int AS n FROM rm_outbox WHERE message_id = $1`,
+      [timeout.messageId],
+    );
+    expect(n).toBe(0);
+    // A later order's timeout, due after the cancelled one would have been, fires: the cancelled one did not.
+    await app.publisher.publishNow(placed('sentinel'));
+    await waitFor(
+      "the sentinel's timeout handled",
+      async () => (await instances.find(SAGA, 'sentinel'))?.status === 'completed',
+    );
+    expect(saga.timedOut).toEqual(['late', 'sentinel']);
+  });
+});
