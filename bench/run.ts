@@ -19,6 +19,7 @@ import { memorySuite } from './memory.bench';
 import { ordersSuite } from './orders.bench';
 import { transactionalSuite } from './transactional.bench';
 import { scaleSuite } from './scale.bench';
+import { schedulingSuite } from './scheduling.bench';
 
 /** Every suite, run one after the other; add a new suite here. `BENCH_SUITES=consume,publish` picks some. */
 const SUITES: Suite[] = [
@@ -32,6 +33,7 @@ const SUITES: Suite[] = [
   ordersSuite,
   transactionalSuite,
   scaleSuite,
+  schedulingSuite,
   memorySuite,
 ];
 

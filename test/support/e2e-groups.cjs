@@ -34,6 +34,7 @@ module.exports.ALONE = [
   'test/bench-orders.e2e-spec.ts',
   'test/bench-transactional.e2e-spec.ts',
   'test/bench-scale.e2e-spec.ts',
+  'test/bench-scheduling.e2e-spec.ts',
   'test/admin-auth.e2e-spec.ts',
 ];
 
