@@ -5,7 +5,7 @@ import {
   ReliableMessagingConfigurableModule,
 } from './reliable-messaging-module-definition';
 import { RESOLVED_MESSAGING_OPTIONS, SAGA_TIMEOUT_SERVICES } from './reliable-messaging.constants';
-import type { SagaTimeoutServices } from './pipeline/pipeline-stage';
+import type { SagaTimeoutServices } from './saga/saga-timeout-services';
 import { resolveOptions, type ReliableMessagingModuleOptions } from './options/reliable-messaging.options';
 import { ConsumerConnection } from './amqp/consumer-connection.service';
 import { PublisherConnection } from './amqp/publisher-connection.service';

@@ -1,5 +1,4 @@
-import type { MessagePublisher } from '../publishing/message-publisher.service';
-import type { ScheduledMessages } from '../scheduling/scheduled-messages.service';
+import type { SagaTimeoutServices } from '../saga/saga-timeout-services';
 import type { ClaimCheckReader } from '../claim-check/claim-check-reader.service';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { DatabaseAvailability } from '../database/database-availability.service';
@@ -15,12 +14,6 @@ import type { ReplyPublisher } from '../request-reply/reply-publisher.service';
 import type { MessageMiddleware } from './message-middleware';
 
 /** The module's services the stages use, gathered once by the ReliabilityPipeline. */
-/** The services saga timeouts use (provided as SAGA_TIMEOUT_SERVICES). */
-export interface SagaTimeoutServices {
-  publisher: Pick<MessagePublisher, 'publish'>;
-  scheduled: Pick<ScheduledMessages, 'cancel'>;
-}
-
 export interface StageDependencies {
   /** Retries or dead-letters a failed delivery, or gives a held one back to its queue. */
   failures: FailureHandler;

@@ -32,7 +32,8 @@ import { decodeStage } from './decode.middleware';
 import { invokeHandler } from './invoke-handler';
 import { createNestHandler } from './nest-handler';
 import { compose, type MessageHandler, type MessageMiddleware } from './message-middleware';
-import type { PipelineStage, SagaTimeoutServices, StageDependencies } from './pipeline-stage';
+import type { PipelineStage, StageDependencies } from './pipeline-stage';
+import type { SagaTimeoutServices } from '../saga/saga-timeout-services';
 import { settleStage } from './settle.middleware';
 
 /**
