@@ -1,18 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { DataSource, EntityManager, EntitySubscriberInterface, QueryRunner } from 'typeorm';
+import type { EntityManager, EntitySubscriberInterface, QueryRunner } from 'typeorm';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
-import { sleep } from '../util/backoff';
-import { errorMessage } from '../util/error-text';
+import { CoalescedNotify } from '../database/coalesced-notify';
 import { OutboxRelay } from './outbox-relay.service';
 import type { OutboundMessage } from '../envelope/envelope';
 import { OUTBOX_CHANNEL } from './outbox-store.service';
-
-/**
- * The least time between two NOTIFYs of one process: the first commit after a quiet spell notifies at once, the
- * commits of the next interval share one NOTIFY at its end. A relay elsewhere hears of a commit at most this late.
- */
-const NOTIFY_INTERVAL_MS = 10;
 
 /**
  * What one open transaction wrote to the outbox so far, as far as keeping its rows without an ordering key in
@@ -55,10 +48,11 @@ export class OutboxCommitSignal {
     afterTransactionCommit: (event) => this.ended(event.queryRunner, true),
     afterTransactionRollback: (event) => this.ended(event.queryRunner, false),
   };
-  private notifying?: Promise<void>;
-  private notifyAgain = false;
-  private notifyFailed = false;
-  private lastNotifiedAt = 0;
+  private readonly notify = new CoalescedNotify(
+    OUTBOX_CHANNEL,
+    this.logger,
+    (reason) => `could not notify the outbox relays (${reason}); they will find the rows by polling`,
+  );
 
   constructor(
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
@@ -76,7 +70,7 @@ export class OutboxCommitSignal {
     const subscribers = this.options.dataSource?.subscribers;
     const index = subscribers?.indexOf(this.subscriber) ?? -1;
     if (subscribers && index >= 0) subscribers.splice(index, 1);
-    await this.notifying;
+    await this.notify.settled();
   }
 
   /**
@@ -102,33 +96,6 @@ export class OutboxCommitSignal {
 
   private notifyRelays(): void {
     const dataSource = this.options.dataSource;
-    if (!dataSource) return;
-    this.notifyAgain = true;
-    this.notifying ??= this.sendNotifications(dataSource);
-  }
-
-  /** Sends NOTIFYs while commits ask for one, at most one per NOTIFY_INTERVAL_MS. Never rejects. */
-  private async sendNotifications(dataSource: DataSource): Promise<void> {
-    while (this.notifyAgain) {
-      const wait = this.lastNotifiedAt + NOTIFY_INTERVAL_MS - Date.now();
-      if (wait > 0) await sleep(wait);
-      this.notifyAgain = false;
-      this.lastNotifiedAt = Date.now();
-      try {
-        await dataSource.query(
-          `SELECT set_config('synchronous_commit', 'off', true), pg_notify('${OUTBOX_CHANNEL}', '')`,
-        );
-        this.notifyFailed = false;
-      } catch (error) {
-        if (!this.notifyFailed) {
-          this.logger.warn(
-            `could not notify the outbox relays (${errorMessage(error)}); they will find the rows by polling`,
-          );
-        }
-        this.notifyFailed = true;
-      }
-    }
-    // In the same turn as the loop's last check, so a commit after it starts a new round.
-    this.notifying = undefined;
+    if (dataSource) this.notify.ask(dataSource);
   }
 }

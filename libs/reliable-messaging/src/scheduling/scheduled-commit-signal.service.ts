@@ -1,20 +1,16 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { DataSource, EntityManager, EntitySubscriberInterface, QueryRunner } from 'typeorm';
+import type { EntityManager, EntitySubscriberInterface, QueryRunner } from 'typeorm';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
-import { sleep } from '../util/backoff';
-import { errorMessage } from '../util/error-text';
+import { CoalescedNotify } from '../database/coalesced-notify';
 import { ScheduledPromoter } from './scheduled-promoter.service';
 import { SCHEDULED_CHANNEL } from './scheduled-store.service';
-
-/** The least time between two NOTIFYs of one process, as OutboxCommitSignal's: commits in between share one. */
-const NOTIFY_INTERVAL_MS = 10;
 
 /**
  * Tells the promoters, once a transaction that scheduled messages commits, when the earliest of them is due, so
  * that a row due sooner than their next look is promoted on time: this process's promoter in process; where this
  * process does not promote, the others by a NOTIFY on SCHEDULED_CHANNEL, sent only for a row due within
- * `outbox.pollIntervalMs` (a promoter looks at least that often anyway), at most one per NOTIFY_INTERVAL_MS with
+ * `outbox.pollIntervalMs` (a promoter looks at least that often anyway), coalesced (CoalescedNotify) with
  * the earliest due time of the commits since the last. Through TypeORM's transaction events on
  * the module's DataSource, from `start()` to `stop()` (MessagingLifecycle calls both), as OutboxCommitSignal.
  *
@@ -30,11 +26,12 @@ export class ScheduledCommitSignal {
     afterTransactionCommit: (event) => this.ended(event.queryRunner, true),
     afterTransactionRollback: (event) => this.ended(event.queryRunner, false),
   };
-  private notifying?: Promise<void>;
-  /** The earliest due time committed since the last NOTIFY, waiting to be sent; undefined when none waits. */
-  private unannounced?: number;
-  private lastNotifiedAt = 0;
-  private notifyFailed = false;
+  private readonly notify = new CoalescedNotify(
+    SCHEDULED_CHANNEL,
+    this.logger,
+    (reason) =>
+      `could not notify the promoters of scheduled messages (${reason}); they will find the rows by polling`,
+  );
 
   constructor(
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
@@ -52,7 +49,7 @@ export class ScheduledCommitSignal {
     const subscribers = this.options.dataSource?.subscribers;
     const index = subscribers?.indexOf(this.subscriber) ?? -1;
     if (subscribers && index >= 0) subscribers.splice(index, 1);
-    await this.notifying;
+    await this.notify.settled();
   }
 
   /** Records that `manager`'s transaction scheduled a message due at `dueAt`; its commit announces it. */
@@ -74,37 +71,6 @@ export class ScheduledCommitSignal {
     if (this.promoter.enabled) return this.promoter.expect(dueAt);
     const dataSource = this.options.dataSource;
     if (!dataSource || dueAt - Date.now() >= this.options.outbox.pollIntervalMs) return;
-    this.unannounced = Math.min(this.unannounced ?? Infinity, dueAt);
-    this.notifying ??= this.sendNotifications(dataSource);
-  }
-
-  /**
-   * Sends NOTIFYs while commits ask for one, at most one per NOTIFY_INTERVAL_MS, each with the earliest due time
-   * waiting, asynchronously committed (a lost one delays a message by a poll at most). Never rejects.
-   */
-  private async sendNotifications(dataSource: DataSource): Promise<void> {
-    while (this.unannounced !== undefined) {
-      const wait = this.lastNotifiedAt + NOTIFY_INTERVAL_MS - Date.now();
-      if (wait > 0) await sleep(wait);
-      const dueAt = this.unannounced;
-      this.unannounced = undefined;
-      this.lastNotifiedAt = Date.now();
-      try {
-        await dataSource.query(
-          `SELECT set_config('synchronous_commit', 'off', true), pg_notify('${SCHEDULED_CHANNEL}', $1)`,
-          [String(Math.round(dueAt))],
-        );
-        this.notifyFailed = false;
-      } catch (error) {
-        if (!this.notifyFailed) {
-          this.logger.warn(
-            `could not notify the promoters of scheduled messages (${errorMessage(error)}); they will find the rows by polling`,
-          );
-        }
-        this.notifyFailed = true;
-      }
-    }
-    // In the same turn as the loop's last check, so a commit after it starts a new round.
-    this.notifying = undefined;
+    this.notify.ask(dataSource, dueAt);
   }
 }
