@@ -1,20 +1,33 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcessByStdio } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { Injectable, Module, type DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { ChannelModel } from 'amqplib';
 import type { DataSource } from 'typeorm';
+import { IsString } from 'class-validator';
 import {
   Consume,
+  HEADERS,
   MessagePublisher,
+  MessageType,
   ReliableMessagingModule,
   type MessageContext,
 } from 'nestjs-reliable-messaging';
 import { Registry } from 'prom-client';
-import { ConsumerRegistry, InboxPruner, OutboxRelay } from 'nestjs-reliable-messaging/operations';
+import {
+  ConsumerRegistry,
+  DEAD_LETTER_HEADERS,
+  DEAD_LETTER_QUEUE_SUFFIX,
+  InboxPruner,
+  OutboxRelay,
+} from 'nestjs-reliable-messaging/operations';
+import { ClaimCheckPruner } from 'nestjs-reliable-messaging/claim-check';
+import { parseAllDocuments } from 'yaml';
 import { BenchOrderPlaced, benchMessage, rawEnvelope } from './bench-message';
 import { CommitWatcher, paced, Recorder } from './commit-latency';
 import { createBenchDatabase } from './bench-database';
@@ -26,6 +39,7 @@ import {
   medianRate,
   percentile,
   Progress,
+  rate,
   rawConnection,
   ROUNDS,
   startRun,
@@ -385,6 +399,36 @@ async function brokerConnections(connectionName: string): Promise<{ connections:
 }
 
 /**
+ * The JSON lines a child process of the suite reports on stdout: `next` takes the first event of a kind, waiting
+ * for it if need be, and fails if the process exits before reporting it; `exited` resolves with its exit code.
+ */
+function childReports(
+  child: ChildProcessByStdio<Writable, Readable, null>,
+  what: string,
+): { next: (event: string) => Promise<Record<string, unknown>>; exited: Promise<number | null> } {
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const reported: Array<Record<string, unknown>> = [];
+  let arrived = (): void => undefined;
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    reported.push(JSON.parse(line) as Record<string, unknown>);
+    arrived();
+  });
+  const next = async (event: string): Promise<Record<string, unknown>> => {
+    for (;;) {
+      const found = reported.findIndex((entry) => entry.event === event);
+      if (found >= 0) return reported.splice(found, 1)[0];
+      const code = await Promise.race([
+        exited,
+        new Promise<undefined>((resolve) => (arrived = () => resolve(undefined))),
+      ]);
+      if (code !== undefined && !reported.some((entry) => entry.event === event))
+        throw new Error(`${what} exited with ${code} before '${event}'`);
+    }
+  };
+  return { next, exited };
+}
+
+/**
  * Runs the many-consumers process with `count` consumers: it boots and reports; with `messages`, they are then
  * published spread over its queues and it reports their drain; the broker's view of its connections is read while
  * it runs; then it is told to stop.
@@ -404,26 +448,7 @@ async function runManyConsumers(
     },
     stdio: ['pipe', 'pipe', 'inherit'],
   });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  // Every event the process reported, in order; `next` takes the first of a kind, waiting for it if need be.
-  const reported: Array<Record<string, unknown>> = [];
-  let arrived = (): void => undefined;
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    reported.push(JSON.parse(line) as Record<string, unknown>);
-    arrived();
-  });
-  const next = async (event: string): Promise<Record<string, unknown>> => {
-    for (;;) {
-      const found = reported.findIndex((entry) => entry.event === event);
-      if (found >= 0) return reported.splice(found, 1)[0];
-      const code = await Promise.race([
-        exited,
-        new Promise<undefined>((resolve) => (arrived = () => resolve(undefined))),
-      ]);
-      if (code !== undefined && !reported.some((entry) => entry.event === event))
-        throw new Error(`the many-consumers process (${count}) exited with ${code} before '${event}'`);
-    }
-  };
+  const { next, exited } = childReports(child, `the many-consumers process (${count})`);
   try {
     const ready = await next('ready');
     const broker = await brokerConnections(`${prefix}.many-${count}`);
@@ -706,6 +731,490 @@ async function outboxBacklog(prefix: string, connection: ChannelModel): Promise<
   }
 }
 
+/** Dead letters in the dead-letters case's large queue: `BENCH_SCALE_DEAD_LETTERS`, else 100,000. */
+const DEAD_LETTERS = Number(process.env.BENCH_SCALE_DEAD_LETTERS ?? 100_000);
+/** Dead letters in its small queue: `BENCH_SCALE_DEAD_LETTERS_SMALL`, else 100. */
+const DEAD_LETTERS_SMALL = Number(process.env.BENCH_SCALE_DEAD_LETTERS_SMALL ?? 100);
+/** What `dlq list` and the API list ask for in the dead-letters case. */
+const LIST_LIMIT = 100;
+/** The reasons the dead-letters case's dead letters carry, in turn: the console counts them. */
+const DEAD_LETTER_REASONS = ['handler-failed', 'retries-exhausted', 'payload-invalid'];
+
+/** The resident set of a running process, now and at its peak, from /proc (Linux). */
+async function processMemory(pid: number): Promise<{ rss: number; peak: number }> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kib = (field: string): number =>
+    Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]) * 1024;
+  return { rss: kib('VmRSS'), peak: kib('VmHWM') };
+}
+
+/** The memory limit of the app's container in deploy/k8s, in bytes. */
+async function podMemoryLimit(): Promise<number> {
+  const manifest = await readFile(join(__dirname, '..', '..', 'deploy', 'k8s', 'deployment.yaml'), 'utf8');
+  const deployment = parseAllDocuments(manifest)
+    .map((document) => document.toJSON() as { kind?: string; spec?: unknown })
+    .find((document) => document?.kind === 'Deployment') as
+    | {
+        spec: { template: { spec: { containers: Array<{ resources?: { limits?: { memory?: string } } }> } } };
+      }
+    | undefined;
+  const limit = deployment?.spec.template.spec.containers[0]?.resources?.limits?.memory ?? '';
+  const match = /^(\d+)(Mi|Gi)$/.exec(limit);
+  if (!match) throw new Error(`no memory limit in Mi or Gi in deploy/k8s/deployment.yaml (found '${limit}')`);
+  return Number(match[1]) * 2 ** (match[2] === 'Gi' ? 30 : 20);
+}
+
+/** One `dlq list` run: its wall time, its peak RSS, and how many dead letters it read and listed. */
+interface DlqListRun {
+  ms: number;
+  peakRss: number;
+  scanned: number;
+  listed: number;
+}
+
+/**
+ * Runs the admin package's `dlq` bin as an operator runs it in a pod (node, the environment, no app):
+ * `list --queue <queue> --limit 100 --json`, timed from spawn to exit (start-up and connections included), its
+ * peak RSS reported by the process itself as it exits (bench/peak-rss.ts: `getrusage`'s maximum resident set).
+ */
+async function dlqList(prefix: string, queue: string): Promise<DlqListRun> {
+  const bin = join(__dirname, '..', 'libs', 'reliable-messaging-admin', 'src', 'cli', 'dlq.bin.js');
+  const started = performance.now();
+  const child = spawn(
+    process.execPath,
+    [
+      '--require',
+      join(__dirname, 'peak-rss.js'),
+      bin,
+      'list',
+      '--queue',
+      queue,
+      '--limit',
+      String(LIST_LIMIT),
+      '--json',
+    ],
+    {
+      env: {
+        PATH: process.env.PATH,
+        AMQP_URL,
+        RM_EXCHANGE: `${prefix}.events`,
+        RM_QUEUES: queue,
+        RM_CONNECTION_NAME: `${queue}.dlq-bin`,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const output = { stdout: '', stderr: '' };
+  child.stdout.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  const ms = performance.now() - started;
+  if (code !== 0) throw new Error(`dlq list exited with ${code}: ${output.stderr}`);
+  const result = JSON.parse(output.stdout) as { deadLetters: unknown[]; scanned: number };
+  const peakRss = Number(/^peak-rss (\d+)$/m.exec(output.stderr)?.[1]);
+  return { ms, peakRss, scanned: result.scanned, listed: result.deadLetters.length };
+}
+
+/** Times a GET of `url`, which must answer 200; resolves with the time and the answer's text. */
+async function timedGet(url: string): Promise<{ ms: number; text: string }> {
+  const started = performance.now();
+  const response = await fetch(url);
+  const text = await response.text();
+  const ms = performance.now() - started;
+  if (response.status !== 200)
+    throw new Error(`GET ${url} answered ${response.status}: ${text.slice(0, 300)}`);
+  return { ms, text };
+}
+
+/** What the dead-letters case measured on one queue. */
+interface DeadLettersSide {
+  deadLetters: number;
+  writtenMs: number;
+  cli: DlqListRun[];
+  apiMs: number[];
+  apiScanned: number;
+  consoleMs: number[];
+  reasonsCounted: string;
+  /** The serving process's RSS after boot, after the reads, and its peak. */
+  server: { before: number; after: number; peak: number };
+}
+
+/**
+ * Fills the dead-letter queue of a fresh admin app (bench/dead-letters-app.ts) with `count` dead letters and
+ * reads it ROUNDS times with each tool: `dlq list` as a child process, the admin API's list, the console's
+ * overview.
+ */
+async function deadLettersSide(
+  prefix: string,
+  name: string,
+  count: number,
+  connection: ChannelModel,
+): Promise<DeadLettersSide> {
+  const queue = `${prefix}.${name}`;
+  const deadLetterQueue = `${queue}${DEAD_LETTER_QUEUE_SUFFIX}`;
+  const child = spawn(process.execPath, [join(__dirname, 'dead-letters-app.js')], {
+    env: { ...process.env, SCALE_PREFIX: prefix, SCALE_QUEUE: queue },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const { next, exited } = childReports(child, `the dead-letters app (${name})`);
+  try {
+    const { base } = (await next('ready')) as { base: string };
+    // As the module dead-letters a message: the message as it was, and the headers it adds (docs/retries-and-dead-letters.md).
+    const channel = await connection.createConfirmChannel();
+    const started = performance.now();
+    for (let n = 0; n < count; n++) {
+      const { body, properties } = rawEnvelope(n);
+      const failedAt = new Date().toISOString();
+      properties.headers = {
+        ...(properties.headers as Record<string, unknown>),
+        [DEAD_LETTER_HEADERS.reason]: DEAD_LETTER_REASONS[n % DEAD_LETTER_REASONS.length],
+        [DEAD_LETTER_HEADERS.errorClass]: 'Error',
+        [DEAD_LETTER_HEADERS.errorMessage]: `order ${n} could not be booked: the ledger refused it`,
+        [DEAD_LETTER_HEADERS.queue]: queue,
+        [DEAD_LETTER_HEADERS.handler]: 'DeadLetteredConsumer.onOrderPlaced',
+        [DEAD_LETTER_HEADERS.attempts]: 5,
+        [DEAD_LETTER_HEADERS.firstFailureAt]: failedAt,
+        [DEAD_LETTER_HEADERS.lastFailureAt]: failedAt,
+        [DEAD_LETTER_HEADERS.count]: 1,
+      };
+      if (!channel.sendToQueue(deadLetterQueue, body, properties))
+        await new Promise((resolve) => channel.once('drain', resolve));
+    }
+    await channel.waitForConfirms();
+    // NOTE: a quorum queue's message count lags its confirms by a moment.
+    let depth = 0;
+    for (;;) {
+      depth = (await channel.checkQueue(deadLetterQueue)).messageCount;
+      if (depth >= count) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const writtenMs = performance.now() - started;
+    await channel.close();
+
+    const before = await processMemory(child.pid!);
+    const side: DeadLettersSide = {
+      deadLetters: depth,
+      writtenMs,
+      cli: [],
+      apiMs: [],
+      apiScanned: 0,
+      consoleMs: [],
+      reasonsCounted: '',
+      server: { before: before.rss, after: 0, peak: 0 },
+    };
+    for (let round = 0; round < ROUNDS; round++) {
+      side.cli.push(await dlqList(prefix, queue));
+      const api = await timedGet(`${base}/messages?queue=${encodeURIComponent(queue)}&limit=${LIST_LIMIT}`);
+      side.apiMs.push(api.ms);
+      side.apiScanned = (JSON.parse(api.text) as { scanned: number }).scanned;
+      const overview = await timedGet(`${base}/console`);
+      side.consoleMs.push(overview.ms);
+      side.reasonsCounted = /\(of the oldest ([\d,]+)/.exec(overview.text)?.[1] ?? 'all';
+    }
+    const after = await processMemory(child.pid!);
+    side.server.after = after.rss;
+    side.server.peak = after.peak;
+    child.stdin.write('stop\n');
+    if ((await exited) !== 0) throw new Error(`the dead-letters app (${name}) failed`);
+    return side;
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  }
+}
+
+const median = (values: readonly number[]): number => percentile(values, 50);
+const ms = (value: number): string => `${value.toFixed(0)} ms`;
+
+/**
+ * Dead letters: a dead-letter queue holding DEAD_LETTERS against one holding DEAD_LETTERS_SMALL, each read by the
+ * three operator tools: `dlq list --limit 100` (a child process: wall time and its peak RSS), the admin API's list
+ * of 100 and the console's overview (each timed, the serving app's RSS before and after). The ratio is the CLI
+ * list's, large over small; bounded means it does not grow with the queue: at most 2x, room for noise in a time
+ * that is mostly the process's start-up.
+ */
+async function deadLetters(prefix: string, connection: ChannelModel): Promise<ScaleCase> {
+  try {
+    const small = await deadLettersSide(prefix, 'dl-small', DEAD_LETTERS_SMALL, connection);
+    const large = await deadLettersSide(prefix, 'dl-large', DEAD_LETTERS, connection);
+    const limit = await podMemoryLimit();
+    const cliPeak = (side: DeadLettersSide): number => Math.max(...side.cli.map((run) => run.peakRss));
+    const both = (what: (side: DeadLettersSide) => string): string =>
+      `${small.deadLetters.toLocaleString('en')}: ${what(small)}; ${large.deadLetters.toLocaleString('en')}: ${what(large)}`;
+    const server = (side: DeadLettersSide): string =>
+      `server RSS ${mib(side.server.before)} before, ${mib(side.server.after)} after, peak ${mib(side.server.peak)}`;
+    const highest = Math.max(cliPeak(small), cliPeak(large), small.server.peak, large.server.peak);
+    return {
+      name: 'dead-letters',
+      ratio: median(large.cli.map((run) => run.ms)) / median(small.cli.map((run) => run.ms)),
+      what: `large/small time of \`dlq list --limit ${LIST_LIMIT}\``,
+      target: { at: 2, way: 'at most' },
+      facts: [
+        [
+          'the large queue written in',
+          `${seconds(large.writtenMs)} (${large.deadLetters.toLocaleString('en')} dead letters, ${DEAD_LETTER_REASONS.length} reasons)`,
+        ],
+        [
+          `\`dlq list --limit ${LIST_LIMIT}\` (a process: start, read, exit)`,
+          both(
+            (side) =>
+              `${ms(median(side.cli.map((run) => run.ms)))}, peak RSS ${mib(cliPeak(side))}, ${side.cli[0].scanned} read, ${side.cli[0].listed} listed`,
+          ),
+        ],
+        [
+          `API \`GET messages?limit=${LIST_LIMIT}\``,
+          both((side) => `${ms(median(side.apiMs))}, ${side.apiScanned} read; ${server(side)}`),
+        ],
+        [
+          'console overview',
+          both((side) => `${ms(median(side.consoleMs))}, reasons counted over ${side.reasonsCounted}`),
+        ],
+        [
+          `RSS against the pod limit (${mib(limit)}, deploy/k8s)`,
+          `highest peak ${mib(highest)}, ${((100 * highest) / limit).toFixed(0)}% of it: ${highest <= limit / 2 ? 'within half' : highest <= limit ? 'within' : 'NOT within'}`,
+        ],
+      ],
+    };
+  } finally {
+    await deleteByPrefix(connection, prefix, [
+      `${prefix}.dl-small`,
+      `${prefix}.dl-small${DEAD_LETTER_QUEUE_SUFFIX}`,
+      `${prefix}.dl-large`,
+      `${prefix}.dl-large${DEAD_LETTER_QUEUE_SUFFIX}`,
+      `${prefix}.events`,
+    ]);
+  }
+}
+
+/** Bodies in `rm_claim_check` before the claim-check case's prune: `BENCH_SCALE_CLAIM_CHECK_BODIES`, else 100,000. */
+const CLAIM_CHECK_BODIES = Number(process.env.BENCH_SCALE_CLAIM_CHECK_BODIES ?? 100_000);
+/** The share of them expired: 90%. */
+const CLAIM_CHECK_EXPIRED = 0.9;
+/**
+ * Dead letters referring to expired bodies, which the prune must keep: `BENCH_SCALE_CLAIM_CHECK_DEAD_LETTERS`,
+ * else 10,000. The pruner reads them all before each round (its mark phase).
+ */
+const CLAIM_CHECK_DEAD_LETTERS = Number(process.env.BENCH_SCALE_CLAIM_CHECK_DEAD_LETTERS ?? 10_000);
+/** Claim-checked messages published without a prune: `BENCH_SCALE_CLAIM_CHECK_MESSAGES`, else 5,000. */
+const CLAIM_CHECK_MESSAGES = Number(process.env.BENCH_SCALE_CLAIM_CHECK_MESSAGES ?? 5_000);
+/** Publishers at once in the claim-check case, each awaiting its confirm before the next. */
+const CLAIM_CHECK_PUBLISHERS = 8;
+
+/** A dead letter's failure in the claim-check case: its consumer never sees a message of it. */
+@MessageType({ type: 'scale.claim-checked-failure' })
+class ClaimCheckedFailure {
+  @IsString() orderId!: string;
+}
+
+/** The claim-check case's app: every message claim-checked, and a consumer whose dead letters refer to bodies. */
+function claimCheckApp(
+  prefix: string,
+  queue: string,
+  dataSource: DataSource,
+  registry: Registry,
+): DynamicModule {
+  @Injectable()
+  class ClaimCheckConsumer {
+    @Consume({ queue, queueType: 'quorum' })
+    async onFailure(_event: ClaimCheckedFailure): Promise<void> {}
+  }
+
+  @Module({
+    imports: [
+      ReliableMessagingModule.forRoot({
+        urls: AMQP_URL,
+        exchange: `${prefix}.events`,
+        connectionName: `${queue}.app`,
+        dataSource,
+        outbox: { relay: false },
+        metricsRegistry: registry,
+        // Every body stored; pruned only when the suite says (the longest interval).
+        claimCheck: { thresholdBytes: 0, pruneIntervalMs: 24 * 3_600_000 },
+      }),
+    ],
+    providers: [ClaimCheckConsumer],
+  })
+  class ClaimCheckAppModule {}
+  return { module: ClaimCheckAppModule };
+}
+
+/**
+ * Claim-check store: CLAIM_CHECK_BODIES bodies of 1 KiB in `rm_claim_check`, 90% expired, CLAIM_CHECK_DEAD_LETTERS
+ * of the expired ones referred to by dead letters in the app's dead-letter queue. CLAIM_CHECK_PUBLISHERS
+ * publishers send claim-checked messages (`publishNow`: the body stored, then the message sent and confirmed)
+ * without a prune, then while the app's ClaimCheckPruner runs: throughput during over without, target ≥ 0.8x (the
+ * prune deletes in batches of 1000 and should cost publishers no more than the inbox prune costs consumers). The
+ * prune's rate is read from `rm_pruned_rows_total{kind="claim_check"}`; its first batch comes after the mark phase,
+ * which reads every dead letter.
+ */
+async function claimCheck(prefix: string, connection: ChannelModel): Promise<ScaleCase> {
+  const exchange = `${prefix}.events`;
+  const queue = `${prefix}.claim-checked`;
+  const sink = `${prefix}.claim-check-sink`;
+  const db = await createBenchDatabase();
+  const setup = await connection.createConfirmChannel();
+  try {
+    await setup.assertExchange(exchange, 'topic', { durable: true });
+    await setup.assertQueue(sink, {
+      durable: true,
+      arguments: { 'x-queue-type': 'quorum', 'x-max-length': 20_000, 'x-overflow': 'drop-head' },
+    });
+    await setup.bindQueue(sink, exchange, 'bench.order-placed');
+    const dataSource = await db.connect(CLAIM_CHECK_PUBLISHERS + 4);
+    const registry = new Registry();
+    const app = await NestFactory.createApplicationContext(
+      claimCheckApp(prefix, queue, dataSource, registry),
+      {
+        logger: ['error', 'warn'],
+      },
+    );
+    try {
+      const fillStarted = performance.now();
+      const expired = Math.round(CLAIM_CHECK_BODIES * CLAIM_CHECK_EXPIRED);
+      const referred = Math.min(CLAIM_CHECK_DEAD_LETTERS, expired);
+      // Bodies of 1 KiB (stored inline, uncompressed), created 8 to 15 days ago; the expired ones' expiries spread
+      // over the last week, the others' over the next one. The ids of the referred ones are UUID v7, as the store's.
+      const body = `convert_to(repeat(md5(n::text), 32), 'UTF8')`;
+      const referredIds = (
+        await dataSource.query<Array<{ id: string }>>(
+          `INSERT INTO rm_claim_check (id, body, message_type, created_at, expires_at) ` +
+            `SELECT overlay(gen_random_uuid()::text placing '7' from 15 for 1)::uuid, ${body}, 'bench.order-placed', ` +
+            `now() - interval '15 days', now() - random() * interval '7 days' FROM generate_series(1, $1) n RETURNING id`,
+          [referred],
+        )
+      ).map((row) => row.id);
+      await fill(
+        dataSource,
+        expired - referred,
+        `INSERT INTO rm_claim_check (id, body, message_type, created_at, expires_at) ` +
+          `SELECT gen_random_uuid(), ${body}, 'bench.order-placed', now() - interval '15 days', ` +
+          `now() - random() * interval '7 days' FROM generate_series(1, $1) n`,
+        [],
+      );
+      await fill(
+        dataSource,
+        CLAIM_CHECK_BODIES - expired,
+        `INSERT INTO rm_claim_check (id, body, message_type, created_at, expires_at) ` +
+          `SELECT gen_random_uuid(), ${body}, 'bench.order-placed', now() - interval '8 days', ` +
+          `now() + random() * interval '7 days' FROM generate_series(1, $1) n`,
+        [],
+      );
+      await dataSource.query('VACUUM ANALYZE rm_claim_check');
+      for (const [n, id] of referredIds.entries()) {
+        const { body: wire, properties } = rawEnvelope(n);
+        properties.type = 'scale.claim-checked-failure';
+        properties.headers = {
+          ...(properties.headers as Record<string, unknown>),
+          [HEADERS.claimCheck]: `postgres:${id}`,
+          [DEAD_LETTER_HEADERS.claimCheckCopy]: `postgres:${id}`,
+          [DEAD_LETTER_HEADERS.reason]: 'handler-failed',
+          [DEAD_LETTER_HEADERS.queue]: queue,
+          [DEAD_LETTER_HEADERS.lastFailureAt]: new Date().toISOString(),
+        };
+        if (!setup.sendToQueue(`${queue}${DEAD_LETTER_QUEUE_SUFFIX}`, wire, properties))
+          await new Promise((resolve) => setup.once('drain', resolve));
+      }
+      await setup.waitForConfirms();
+      for (;;) {
+        const { messageCount } = await setup.checkQueue(`${queue}${DEAD_LETTER_QUEUE_SUFFIX}`);
+        if (messageCount >= referred) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const fillMs = performance.now() - fillStarted;
+      const sizeOf = async (): Promise<{ rows: number; bytes: number }> => {
+        const [row] = await dataSource.query<Array<{ rows: string; bytes: string }>>(
+          `SELECT (SELECT count(*) FROM rm_claim_check) AS rows, pg_total_relation_size('rm_claim_check') AS bytes`,
+        );
+        return { rows: Number(row.rows), bytes: Number(row.bytes) };
+      };
+      const sizeBefore = await sizeOf();
+
+      const publisher = app.get(MessagePublisher);
+      const pruner = app.get(ClaimCheckPruner);
+      /** Publishers sending until `done()` (checked before each message) or `total` messages went. */
+      const publish = async (done: () => boolean, total = Number.MAX_SAFE_INTEGER): Promise<Measurement> => {
+        let sent = 0;
+        const end = startRun(0);
+        await Promise.all(
+          Array.from({ length: CLAIM_CHECK_PUBLISHERS }, async () => {
+            while (!done() && sent < total) {
+              sent++;
+              await publisher.publishNow(Object.assign(benchMessage(sent), { orderId: randomUUID() }));
+            }
+          }),
+        );
+        return { ...end(), messages: sent };
+      };
+      const quiet = await publish(() => false, CLAIM_CHECK_MESSAGES);
+
+      const counted = async (): Promise<number> =>
+        (await registry.getSingleMetric('rm_pruned_rows_total')?.get())?.values.find(
+          (sample) => sample.labels.kind === 'claim_check',
+        )?.value ?? 0;
+      const started = performance.now();
+      let prunedMs: number | undefined;
+      let firstBatchMs: number | undefined;
+      const pruning = pruner.pruneNow().finally(() => (prunedMs = performance.now() - started));
+      const watching = (async () => {
+        while (prunedMs === undefined && firstBatchMs === undefined) {
+          if ((await counted()) > 0) firstBatchMs = performance.now() - started;
+          else await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      })();
+      const during = await publish(() => prunedMs !== undefined);
+      const pruned = await pruning;
+      await watching;
+      const metric = await counted();
+      const sizeAfter = await sizeOf();
+      const kept = (
+        await dataSource.query<Array<{ n: string }>>(
+          `SELECT count(*) AS n FROM rm_claim_check WHERE id = ANY($1::uuid[])`,
+          [referredIds],
+        )
+      )[0].n;
+      const deleteMs = (prunedMs ?? 0) - (firstBatchMs ?? 0);
+      return {
+        name: 'claim-check',
+        ratio: rate(during) / rate(quiet),
+        what: 'during/without the prune, claim-checked publish throughput',
+        target: { at: 0.8, way: 'at least' },
+        comparison: {
+          suite: 'scale',
+          scenario: `claim-check: ${CLAIM_CHECK_PUBLISHERS} publishers, publishNow of claim-checked messages, without vs during a prune of ${sizeBefore.rows.toLocaleString('en')} stored bodies`,
+          baseline: [quiet],
+          candidate: [during],
+          target: 0.8,
+        },
+        facts: [
+          [
+            'the store written in',
+            `${seconds(fillMs)} (${sizeBefore.rows.toLocaleString('en')} bodies of 1 KiB, ${expired.toLocaleString('en')} expired, ${referred.toLocaleString('en')} of these referred to by dead letters)`,
+          ],
+          [
+            'claim-checked publishes, without / during the prune',
+            `${Math.round(rate(quiet))} / ${Math.round(rate(during))} msgs/s (${quiet.messages} and ${during.messages} messages)`,
+          ],
+          [
+            'the prune',
+            `${pruned.toLocaleString('en')} bodies in ${seconds(prunedMs ?? 0)}: the mark phase and first batch ${seconds(firstBatchMs ?? 0)} ` +
+              `(${referred.toLocaleString('en')} dead letters read), then ${Math.round((1000 * pruned) / Math.max(deleteMs, 1)).toLocaleString('en')} rows/s; ` +
+              `rm_pruned_rows_total{kind="claim_check"} ${metric}; ${kept} of the ${referred} referred bodies kept`,
+          ],
+          [
+            'the store, before / after the prune',
+            `${sizeBefore.rows.toLocaleString('en')} bodies, ${mib(sizeBefore.bytes)} / ${sizeAfter.rows.toLocaleString('en')} bodies, ${mib(sizeAfter.bytes)} (table and indexes, before a VACUUM)`,
+          ],
+        ],
+      };
+    } finally {
+      await app.close();
+    }
+  } finally {
+    await setup.close();
+    await deleteByPrefix(connection, prefix, [queue, `${queue}${DEAD_LETTER_QUEUE_SUFFIX}`, sink, exchange]);
+    await db.drop();
+  }
+}
+
 /** The line the release checks read for a case. */
 export function scaleLine(entry: ScaleCase): string {
   return `scale: ${entry.name} large/small ${entry.ratio.toFixed(2)}x`;
@@ -744,6 +1253,8 @@ export const scaleSuite: Suite = {
         ['prune-under-load', () => pruneUnderLoad(prefix, connection)],
         ['outbox-backlog', () => outboxBacklog(prefix, connection)],
         ['many-consumers', () => manyConsumers(prefix, connection)],
+        ['dead-letters', () => deadLetters(prefix, connection)],
+        ['claim-check', () => claimCheck(prefix, connection)],
       ];
       const cases: ScaleCase[] = [];
       for (const [name, run] of runs)

@@ -5,7 +5,14 @@ import { ChildApp } from './support/child-app';
 const BENCH = 'dist/bench/run.js';
 
 /** The suite's cases, in the order it runs them. */
-const CASES = ['inbox-growth', 'prune-under-load', 'outbox-backlog', 'many-consumers'];
+const CASES = [
+  'inbox-growth',
+  'prune-under-load',
+  'outbox-backlog',
+  'many-consumers',
+  'dead-letters',
+  'claim-check',
+];
 
 /**
  * The scale benchmark's quick form against the real broker and database, at small sizes: the inbox case drains
@@ -13,7 +20,9 @@ const CASES = ['inbox-growth', 'prune-under-load', 'outbox-backlog', 'many-consu
  * are committed behind it, the prune case deletes its expired inbox rows while messages are handled, and the
  * suite prints one line per case, the claim's plan on the large backlog, each row committed during the drain
  * timed to its arrival, the prune's rows as its metric counted them, and each many-consumers process's start-up,
- * memory, channels and CPU a message. No timing is asserted; the full sizes are
+ * memory, channels and CPU a message, each operator tool's reading of 300 dead letters against 100 (`dlq list` as
+ * a process with its peak RSS, the API list, the console overview) against the pod's memory limit, and the
+ * claim-check prune of its expired, unreferred bodies while claim-checked messages are published. No timing is asserted; the full sizes are
  * `BENCH_SUITES=scale npm run bench` (docs/benchmarks.md).
  */
 describe('the scale benchmark, quick form (BENCH_SUITES=scale npm run bench)', () => {
@@ -32,6 +41,10 @@ describe('the scale benchmark, quick form (BENCH_SUITES=scale npm run bench)', (
         BENCH_SCALE_PRUNE_ROWS: '20000',
         BENCH_SCALE_QUIET_MESSAGES: '100',
         BENCH_SCALE_CONSUMERS: '2,6',
+        BENCH_SCALE_DEAD_LETTERS: '300',
+        BENCH_SCALE_CLAIM_CHECK_BODIES: '3000',
+        BENCH_SCALE_CLAIM_CHECK_DEAD_LETTERS: '100',
+        BENCH_SCALE_CLAIM_CHECK_MESSAGES: '200',
         BENCH_NAME_PREFIX: process.env.BENCH_NAME_PREFIX ?? 'rm-e2e-bench-',
       },
     });
@@ -67,6 +80,21 @@ describe('the scale benchmark, quick form (BENCH_SUITES=scale npm run bench)', (
     // Every expired row pruned, and counted by the pruning app's metric.
     expect(bench.stdout.find((line) => line.startsWith('| prune-under-load | the prune |'))).toMatch(
       /\| 20,000 rows in .* rm_pruned_rows_total\{kind="inbox"\} 20000 \|$/,
+    );
+    // Each tool read 100 of the 300 dead letters, and each process's memory is set against the pod's limit.
+    const deadLetters = (what: string): string | undefined =>
+      bench.stdout.find((line) => line.startsWith(`| dead-letters | ${what}`));
+    expect(deadLetters('`dlq list --limit 100`')).toMatch(
+      /100: \d+ ms, peak RSS \d+ MiB, 100 read, 100 listed; 300: \d+ ms, peak RSS \d+ MiB, 100 read, 100 listed \|$/,
+    );
+    expect(deadLetters('API')).toMatch(
+      /100: \d+ ms, 100 read; server RSS .*; 300: \d+ ms, 100 read; server RSS /,
+    );
+    expect(deadLetters('console overview')).toMatch(/100: \d+ ms, .*; 300: \d+ ms, /);
+    expect(deadLetters('RSS against the pod limit (512 MiB')).toMatch(/highest peak \d+ MiB, \d+% of it/);
+    // The expired bodies no dead letter refers to pruned, counted by the metric; the 100 referred to kept.
+    expect(bench.stdout.find((line) => line.startsWith('| claim-check | the prune |'))).toMatch(
+      /\| 2,600 bodies in .* rm_pruned_rows_total\{kind="claim_check"\} 2600; 100 of the 100 referred bodies kept \|$/,
     );
   }, 300_000);
 });
