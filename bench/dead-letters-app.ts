@@ -1,5 +1,4 @@
 import 'reflect-metadata';
-import { createInterface } from 'node:readline';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import {
@@ -13,6 +12,7 @@ import { NestFactory } from '@nestjs/core';
 import { Consume, ReliableMessagingModule } from 'nestjs-reliable-messaging';
 import { DeadLetterAdminModule } from 'nestjs-reliable-messaging-admin';
 import { BenchOrderPlaced } from './bench-message';
+import { report, runChild, stopRequested } from './bench-child';
 import { AMQP_URL } from './harness';
 
 /** Lets every request in: the suite measures the admin API and the console, not their sign-in. */
@@ -62,17 +62,9 @@ async function main(): Promise<void> {
   });
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
-  process.stdout.write(
-    `${JSON.stringify({ event: 'ready', base: `http://127.0.0.1:${port}/admin/dead-letters` })}\n`,
-  );
-  const stdin = createInterface({ input: process.stdin });
-  await new Promise<void>((resolve) => stdin.on('line', (line) => line === 'stop' && resolve()));
-  stdin.close();
+  report({ event: 'ready', base: `http://127.0.0.1:${port}/admin/dead-letters` });
+  await stopRequested();
   await app.close();
-  process.exit(0);
 }
 
-void main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exit(1);
-});
+runChild(main);

@@ -1,9 +1,9 @@
 import 'reflect-metadata';
-import { createInterface } from 'node:readline';
 import { Injectable, Module, type DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Consume, ReliableMessagingModule } from 'nestjs-reliable-messaging';
 import { BenchOrderPlaced } from './bench-message';
+import { report, runChild, stopRequested } from './bench-child';
 import { AMQP_URL, Progress } from './harness';
 import { manyConsumersQueue } from './many-consumers-queue';
 
@@ -45,11 +45,6 @@ function manyConsumersModule(prefix: string, count: number, progress: { current?
   return { module: ManyConsumersAppModule };
 }
 
-/** One line of JSON on stdout, which the scale suite reads. */
-function report(event: Record<string, unknown>): void {
-  process.stdout.write(`${JSON.stringify(event)}\n`);
-}
-
 /**
  * The scale suite's many-consumers process (run with `--expose-gc`): boots an app with SCALE_CONSUMERS consumers
  * under SCALE_PREFIX and reports its start-up time and memory after a full GC; with SCALE_EXPECT, times the drain
@@ -79,14 +74,8 @@ async function main(): Promise<void> {
     const { seconds, cpuMicros, messages } = progress.current.measurement();
     report({ event: 'drained', seconds, cpuMicros, messages, drained: memory() });
   }
-  const stdin = createInterface({ input: process.stdin });
-  await new Promise<void>((resolve) => stdin.on('line', (line) => line === 'stop' && resolve()));
-  stdin.close();
+  await stopRequested();
   await app.close();
-  process.exit(0);
 }
 
-void main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exit(1);
-});
+runChild(main);
