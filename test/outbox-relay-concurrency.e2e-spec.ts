@@ -18,8 +18,8 @@ const keyOf = (n: number): string | undefined => (n % 5 === 0 ? undefined : `acc
 
 /**
  * Three relay processes share one outbox of ROWS rows (4,000 by default): four in five spread over 40 ordering keys, the rest without
- * one, written while the relays run. Every row must be published exactly once, by exactly one relay, and each
- * key's messages must reach the queue in the order they were written.
+ * one, written while the relays run. Every row must be published exactly once, by exactly one relay, with at
+ * least two relays publishing, and each key's messages must reach the queue in the order they were written.
  */
 describe('outbox: three relays at once', () => {
   let setup: OutboxSetup;
@@ -101,6 +101,8 @@ describe('outbox: three relays at once', () => {
     const all = publishedBy.flat();
     expect(all).toHaveLength(ROWS);
     expect(new Set(all).size).toBe(ROWS);
-    for (const ids of publishedBy) expect(ids.length).toBeGreaterThan(0);
+    // The relays shared the work: at least two claimed rows side by side. All three need not: on a loaded machine
+    // the first two can drain a batch before the third's claim comes round, which costs nothing here.
+    expect(publishedBy.filter((ids) => ids.length > 0).length).toBeGreaterThanOrEqual(2);
   }, 120_000);
 });
