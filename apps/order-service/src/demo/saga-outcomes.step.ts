@@ -6,7 +6,7 @@ import { sampleOrder } from './place-orders.step';
 import { pollUntil } from './poll-until';
 
 /** The payment timeout the demo starts the app with: short, so the cancellation shows within the run. */
-export const DEMO_PAYMENT_TIMEOUT_MS = 5_000;
+export const DEMO_PAYMENT_TIMEOUT_MS = 8_000;
 
 /** How long the step waits for each order's saga to end. */
 const WAIT_MS = 60_000;

@@ -124,7 +124,10 @@ export function sagaStepKillFault(): Fault {
           await context.app.start({ [FAULT_HOLD_ACK_OF_ENV]: type });
           const app = context.app.process;
           if (!app) throw new Error('the app is not running');
-          await app.waitForLine(new RegExp(`${ACK_HELD_LINE} ${type.replace('.', '\\.')} `), 30_000);
+          // The consumers start before HTTP listens: the line may be logged already. Read the lines kept, then
+          // wait, in one turn, so no line falls between the two.
+          const held = new RegExp(`${ACK_HELD_LINE} ${type.replace('.', '\\.')} `);
+          if (!app.tail.some((line) => held.test(line))) await app.waitForLine(held, 60_000);
           await context.app.kill('SIGKILL');
           killed.push(type);
         }
