@@ -87,6 +87,11 @@ describe('the payment gateway and the receipt consumer, on the messaging harness
     );
     return n;
   };
+  const capturedOf = (placed: OrderPlaced) =>
+    harness.waitFor(
+      'published',
+      (m) => m.type === 'payment.captured' && (m.body as PaymentCaptured).orderId === placed.orderId,
+    );
   const requestFor = (placed: OrderPlaced, customerId = placed.customerId): RequestPayment =>
     RequestPayment.of({ orderId: placed.orderId, customerId, amountCents: placed.totalCents });
 
@@ -96,10 +101,7 @@ describe('the payment gateway and the receipt consumer, on the messaging harness
     expect(await harness.deliver(QUEUES.payment, requestFor(placed))).toEqual({ kind: 'acked' });
 
     expect(await chargesOf(placed.orderId)).toBe(1);
-    const captured = await harness.waitFor(
-      'published',
-      (m) => m.type === 'payment.captured' && (m.body as PaymentCaptured).orderId === placed.orderId,
-    );
+    const captured = await capturedOf(placed);
     expect(captured.body).toMatchObject({ orderId: placed.orderId, amountCents: 4_200 });
   });
 
@@ -139,10 +141,7 @@ describe('the payment gateway and the receipt consumer, on the messaging harness
   it('refunds a charge made before the cancellation came, and refunds it once whatever asks again', async () => {
     const placed = await placedOrder();
     await harness.deliver(QUEUES.payment, requestFor(placed));
-    const captured = await harness.waitFor(
-      'published',
-      (m) => m.type === 'payment.captured' && (m.body as PaymentCaptured).orderId === placed.orderId,
-    );
+    const captured = await capturedOf(placed);
 
     await harness.deliver(
       QUEUES.paymentVoid,
@@ -160,10 +159,7 @@ describe('the payment gateway and the receipt consumer, on the messaging harness
   it('refunds a payment on RefundPayment and answers PaymentRefunded', async () => {
     const placed = await placedOrder();
     await harness.deliver(QUEUES.payment, requestFor(placed));
-    const captured = await harness.waitFor(
-      'published',
-      (m) => m.type === 'payment.captured' && (m.body as PaymentCaptured).orderId === placed.orderId,
-    );
+    const captured = await capturedOf(placed);
     const { paymentId } = captured.body as PaymentCaptured;
 
     expect(await harness.deliver(QUEUES.refund, RefundPayment.of(placed.orderId, paymentId))).toEqual({
