@@ -26,7 +26,7 @@ describe('the demo (npm run demo)', () => {
     expect({ exit, output: demo.lines.slice(-20) }).toMatchObject({ exit: { code: 0 } });
     // 40 through the API, the one with a large note, and the order the poison message was meant for.
     expect(demo.stdout).toContain(
-      'OK: all 42 orders were paid, shipped and sent a receipt, and the 6 bad message(s) were dead-lettered with the expected reasons; 4 scenario check(s) held.',
+      'OK: all 42 orders were paid, shipped and sent a receipt, and the 6 bad message(s) were dead-lettered with the expected reasons; 5 scenario check(s) held.',
     );
     // The note's JSON (24000 characters and its quotes) in the store; OrderPlaced without it on the wire.
     const claimCheck = demo.stdout.find((line) => line.startsWith('  claim check'));
@@ -35,16 +35,22 @@ describe('the demo (npm run demo)', () => {
     );
     expect(demo.stdout).toContainEqual(
       expect.stringMatching(
-        /^ {2}duplicates +20 copies of 10 OrderPlaced: 20 skipped by payment's inbox \(rm_messages_deduplicated_total\), 10 applied, 10 OrderPaid in the outbox$/,
+        /^ {2}duplicates +20 copies of 10 OrderPlaced: 20 skipped by the order saga's inbox \(rm_messages_deduplicated_total\), 10 applied, 10 OrderPaid in the outbox$/,
       ),
     );
     const transient = demo.stdout.find((line) => line.startsWith('  transient failures'));
     const [, failed, retried] = /(\d+) receipt attempts failed, (\d+) retried/.exec(transient ?? '') ?? [];
     expect(Number(failed)).toBeGreaterThan(0);
     expect(retried).toBe(failed);
-    expect(transient).toMatch(/; 42\/42 receipts sent, 0 in receipt\.order-paid\.dlq$/);
+    expect(transient).toMatch(/; 42\/42 receipts sent, 0 in receipt\.order-shipped\.dlq$/);
     expect(demo.stdout).toContain(
       '  poison message       dead-lettered as attempts-exhausted after 8 attempts (OrderNotFoundError); order id fixed and replayed, audit edit-replay completed; handled once, order shipped, receipt sent',
+    );
+    // The saga's two ways out: the payment timeout, and the refund after a shipping failure.
+    expect(demo.stdout).toContainEqual(
+      expect.stringMatching(
+        /^ {2}order saga +never paid: cancelled \(payment-timeout\), saga completed at 'cancelled' after \d+ step\(s\), 0 charge\(s\), 0 refund\(s\); undeliverable: cancelled \(shipment-failed\), saga completed at 'cancelled' after \d+ step\(s\), 1 charge\(s\), 1 refund\(s\)$/,
+      ),
     );
     for (const reason of [
       'malformed-json',
@@ -55,7 +61,7 @@ describe('the demo (npm run demo)', () => {
       'missing-header',
     ]) {
       expect(
-        demo.stdout.some((line) => line.includes('payment.order-placed.dlq') && line.includes(reason)),
+        demo.stdout.some((line) => line.includes('order-saga.order-placed.dlq') && line.includes(reason)),
       ).toBe(true);
     }
     const { namespace, database } = environmentOf(demo);

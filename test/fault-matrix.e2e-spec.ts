@@ -24,6 +24,7 @@ const FAULTS_IN_ORDER = [
   'pg-connection-limit',
   'handler-deadline',
   'poison',
+  'saga-step-kill',
 ];
 
 /**
@@ -63,6 +64,7 @@ describe('the fault matrix, quick form (npm run faults -- --quick)', () => {
       });
       expect(row).toMatchObject({
         lost: 0,
+        sagasStuck: 0,
         paidTwice: 0,
         receiptsTwice: 0,
         orderViolations: 0,

@@ -7,6 +7,9 @@ import { OrderServiceApp } from './support/order-service-app';
 import { TestBroker } from './support/test-broker';
 import { createTestDatabase, type TestDatabase } from './support/test-database';
 import { waitFor } from './support/wait-for';
+import { messagingNames } from '../apps/order-service/src/config/messaging-names';
+import { SILENT_CUSTOMER_ID } from '../apps/order-service/src/payment/payment-gateway.consumer';
+import { UNDELIVERABLE_CUSTOMER_ID } from '../apps/order-service/src/shipping/shipping.consumer';
 
 const ORDER = {
   customerId: 'customer-7',
@@ -18,6 +21,12 @@ const ORDER = {
 
 const ADMIN_TOKEN = 'bfc946aa4005abd37bd025340ca21baed8e6e6d3';
 
+/**
+ * The order saga's payment timeout in this spec: long enough that a healthy order is always paid first on a busy
+ * machine, short enough to watch an order that is never paid be cancelled.
+ */
+const PAYMENT_TIMEOUT_MS = 8_000;
+
 describe('order flow: the order service as a process, against the real RabbitMQ and PostgreSQL', () => {
   let database: TestDatabase;
   let broker: TestBroker;
@@ -25,10 +34,11 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
   let baseUrl: string;
   let auditQueue: string;
 
-  const queues = (prefix: string) =>
-    ['payment.order-placed', 'shipping.order-paid', 'receipt.order-paid'].map(
-      (queue) => `${prefix}.${queue}`,
-    );
+  /** The app's queues with a dead-letter queue of their own (the history's are its partitions'). */
+  const queues = (prefix: string) => {
+    const { history: _partitioned, ...plain } = messagingNames(prefix).queues;
+    return Object.values(plain);
+  };
 
   async function post(body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
     const response = await fetch(`${baseUrl}/orders`, {
@@ -44,14 +54,55 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   }
 
+  /** The first message of `type` about order `id` on the audit queue (which keeps what it read for later calls). */
+  const seen: GetMessage[] = [];
+  async function waitForMessage(id: string, type: string): Promise<GetMessage> {
+    const find = () =>
+      seen.find(
+        (m) =>
+          m.properties.type === type &&
+          (JSON.parse(m.content.toString()) as { orderId?: string }).orderId === id,
+      );
+    await waitFor(`${type} of order ${id}`, async () => {
+      seen.push(...(await broker.getAll(auditQueue)));
+      return find() !== undefined;
+    });
+    return find() as GetMessage;
+  }
+
+  /** The payment gateway's ledger for an order: charges, refunds, and whether its payment request was voided. */
+  async function ledgerOf(id: string): Promise<{ charges: number; refunds: number; voided: boolean }> {
+    const sql = new Client({ connectionString: database.url });
+    await sql.connect();
+    try {
+      // The void comes with OrderCancelled, a moment after the saga completed.
+      await waitFor('the payment request voided', async () => {
+        const { rows } = await sql.query('SELECT 1 FROM payment_voids WHERE order_id = $1', [id]);
+        return rows.length === 1;
+      });
+      const { rows } = await sql.query<{ charges: number; refunds: number }>(
+        `SELECT (SELECT count(*)::int FROM payments WHERE order_id = $1) AS charges,
+                (SELECT count(*)::int FROM refunds WHERE order_id = $1) AS refunds`,
+        [id],
+      );
+      return { ...rows[0], voided: true };
+    } finally {
+      await sql.end();
+    }
+  }
+
   beforeAll(async () => {
     database = await createTestDatabase();
     broker = await TestBroker.connect();
-    ({ process: app, baseUrl } = await OrderServiceApp.start(database, broker, { ADMIN_TOKEN }));
+    ({ process: app, baseUrl } = await OrderServiceApp.start(database, broker, {
+      ADMIN_TOKEN,
+      PAYMENT_TIMEOUT_MS: String(PAYMENT_TIMEOUT_MS),
+    }));
     auditQueue = broker.name('audit');
     const channel = await broker.openChannel();
     await channel.assertQueue(auditQueue, { durable: false });
     await channel.bindQueue(auditQueue, `${broker.prefix}.events`, 'order.#');
+    await channel.bindQueue(auditQueue, `${broker.prefix}.events`, 'payment.#');
   });
 
   afterAll(async () => {
@@ -86,6 +137,21 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
       { timeoutMs: 15_000 },
     );
     expect(Date.parse(order.paidAt as string)).toBeLessThanOrEqual(Date.parse(order.shippedAt as string));
+    // The order's saga ran placed → payment requested → paid → shipped, and completed, which cancelled the
+    // payment timeout it no longer waits for.
+    await waitFor('the saga completed', async () => {
+      order = (await get(`/orders/${id}`)).body;
+      return (order.saga as { status?: string } | null)?.status === 'completed';
+    });
+    expect(order.saga).toMatchObject({
+      status: 'completed',
+      stage: 'shipped',
+      version: 3,
+      pendingTimeouts: [],
+    });
+    expect(
+      (order.saga as { history: Array<{ messageType: string }> }).history.map((h) => h.messageType),
+    ).toEqual(['order.placed', 'payment.captured', 'order.shipped']);
     for (const queue of queues(broker.prefix)) expect(await broker.queueDepth(`${queue}.dlq`)).toBe(0);
 
     // Both ordered consumers record the order's status changes, placed then paid, each once.
@@ -113,13 +179,14 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
     }
   });
 
-  it('emits OrderPlaced and OrderPaid keyed by order, OrderPaid caused by OrderPlaced in the same correlation', async () => {
+  it('emits the flow keyed by order, each message caused by the one before it, all in one correlation', async () => {
     const { body } = await post(ORDER);
     const id = body.id as string;
     const mine: GetMessage[] = [];
     const ofType = (type: string) => mine.find((message) => message.properties.type === type);
+    const chain = ['order.placed', 'payment.requested', 'payment.captured', 'order.paid', 'order.shipped'];
     await waitFor(
-      () => `OrderPlaced and OrderPaid of order ${id} on ${auditQueue} (saw ${mine.length})`,
+      () => `the flow of order ${id} on ${auditQueue} (saw ${mine.map((m) => m.properties.type).join(', ')})`,
       async () => {
         const arrived = await broker.getAll(auditQueue);
         mine.push(
@@ -127,7 +194,7 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
             (message) => (JSON.parse(message.content.toString()) as { orderId: string }).orderId === id,
           ),
         );
-        return ofType('order.placed') !== undefined && ofType('order.paid') !== undefined;
+        return chain.every((type) => ofType(type) !== undefined);
       },
       { timeoutMs: 15_000 },
     );
@@ -149,11 +216,81 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
     expect(paid.properties.headers).toMatchObject({
       'rm-idempotency-key': `order-paid:${id}`,
       'rm-ordering-key': id,
-      'rm-causation-id': placed.properties.messageId as string,
     });
+    for (let step = 1; step < chain.length; step++) {
+      const message = ofType(chain[step]) as GetMessage;
+      expect([chain[step], message.properties.headers?.['rm-causation-id']]).toEqual([
+        chain[step],
+        (ofType(chain[step - 1]) as GetMessage).properties.messageId,
+      ]);
+      expect(message.properties.correlationId).toBe(placed.properties.messageId);
+    }
     // The flow's first message is its own correlation id, left off the wire (docs/envelope.md).
     expect(placed.properties.correlationId).toBeUndefined();
-    expect(paid.properties.correlationId).toBe(placed.properties.messageId);
+  });
+
+  it(`cancels an order whose payment never comes within PAYMENT_TIMEOUT_MS, and publishes OrderCancelled`, async () => {
+    const { body } = await post({ ...ORDER, customerId: SILENT_CUSTOMER_ID });
+    const id = body.id as string;
+    let order: Record<string, unknown> = {};
+    await waitFor('the timeout pending on the saga', async () => {
+      order = (await get(`/orders/${id}`)).body;
+      return ((order.saga as { pendingTimeouts?: unknown[] } | null)?.pendingTimeouts?.length ?? 0) === 1;
+    });
+    expect(order).toMatchObject({ status: 'placed', saga: { status: 'active', stage: 'awaiting-payment' } });
+
+    await waitFor(
+      () => `order ${id} cancelled (last seen ${JSON.stringify(order)})`,
+      async () => {
+        order = (await get(`/orders/${id}`)).body;
+        return (order.saga as { status?: string } | null)?.status === 'completed';
+      },
+      { timeoutMs: PAYMENT_TIMEOUT_MS + 15_000 },
+    );
+    expect(order).toMatchObject({
+      status: 'cancelled',
+      cancelReason: 'payment-timeout',
+      saga: { status: 'completed', stage: 'cancelled', pendingTimeouts: [] },
+    });
+    expect(
+      Date.parse(order.cancelledAt as string) - Date.parse(order.createdAt as string),
+    ).toBeGreaterThanOrEqual(PAYMENT_TIMEOUT_MS);
+    const cancelled = await waitForMessage(id, 'order.cancelled');
+    expect(JSON.parse(cancelled.content.toString())).toMatchObject({
+      orderId: id,
+      reason: 'payment-timeout',
+    });
+    expect(await ledgerOf(id)).toEqual({ charges: 0, refunds: 0, voided: true });
+  });
+
+  it('refunds the payment of an order shipping cannot deliver, then cancels it (the compensation)', async () => {
+    const { body } = await post({ ...ORDER, customerId: UNDELIVERABLE_CUSTOMER_ID });
+    const id = body.id as string;
+    let order: Record<string, unknown> = {};
+    await waitFor(
+      () => `order ${id} refunded and cancelled (last seen ${JSON.stringify(order)})`,
+      async () => {
+        order = (await get(`/orders/${id}`)).body;
+        return (order.saga as { status?: string } | null)?.status === 'completed';
+      },
+      { timeoutMs: 15_000 },
+    );
+    expect(order).toMatchObject({
+      status: 'cancelled',
+      cancelReason: 'shipment-failed',
+      shippedAt: null,
+      receiptSent: false,
+      saga: { status: 'completed', stage: 'cancelled', pendingTimeouts: [] },
+    });
+    expect(
+      (order.saga as { history: Array<{ messageType: string }> }).history.map((h) => h.messageType),
+    ).toEqual(['order.placed', 'payment.captured', 'order.shipment-failed', 'payment.refunded']);
+    const cancelled = await waitForMessage(id, 'order.cancelled');
+    expect(JSON.parse(cancelled.content.toString())).toMatchObject({
+      orderId: id,
+      reason: 'shipment-failed',
+    });
+    expect(await ledgerOf(id)).toEqual({ charges: 1, refunds: 1, voided: true });
   });
 
   it.each([
@@ -205,8 +342,9 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
     expect((await admin('queues')).status).toBe(401);
     const queues = await admin('queues', ADMIN_TOKEN);
     expect(queues.status).toBe(200);
-    // Payment, shipping and receipt, the history's four partitions and the activity feed.
-    expect(((await queues.json()) as { queues: unknown[] }).queues).toHaveLength(8);
+    // The saga's six steps, the gateway's three, shipping and receipt, the history's four partitions and the
+    // activity feed.
+    expect(((await queues.json()) as { queues: unknown[] }).queues).toHaveLength(16);
     const parked = await admin('outbox/rows', ADMIN_TOKEN);
     expect(parked.status).toBe(200);
     expect(await parked.json()).toEqual({ rows: [], more: false });

@@ -58,15 +58,15 @@ describe('Idempotency-Key across a kill -9 after the commit: one order and one p
     expect(retry.status).toBe(201);
     expect(retry.headers.get('idempotent-replayed')).toBe('true');
     expect(retry.body).toMatchObject({ id: orderId, customerId: ORDER.customerId, totalCents: 3998 });
-    // Shipped means OrderPaid was relayed and consumed; the outbox empty and the payment queue drained mean no
+    // Shipped means OrderPaid was relayed and consumed; the outbox empty and the saga's queue drained mean no
     // copy of OrderPlaced (the crashed relay's, say) is still on its way to charge again.
     let seen = '';
     await waitFor(
-      () => `order ${orderId} shipped, the outbox relayed and payment's queue drained (last seen ${seen})`,
+      () => `order ${orderId} shipped, the outbox relayed and the saga's queue drained (last seen ${seen})`,
       async () => {
         const status = (await restarted.get(`/orders/${orderId}`)).body.status;
         const pending = await sql.query(`SELECT 1 FROM rm_outbox WHERE status = 'pending'`);
-        const queued = await broker.queueDepth(`${broker.prefix}.payment.order-placed`);
+        const queued = await broker.queueDepth(`${broker.prefix}.order-saga.order-placed`);
         seen = `${String(status)}, ${pending.rowCount} pending, ${queued} queued`;
         return status === 'shipped' && pending.rowCount === 0 && queued === 0;
       },

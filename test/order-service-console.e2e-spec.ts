@@ -102,7 +102,7 @@ describe('the order service serves the operator console with ADMIN_TOKEN set: si
     });
     sql = new Pool({ connectionString: database.url, max: 2 });
     channel = await broker.openChannel();
-    paymentQueue = `${broker.prefix}.payment.order-placed`;
+    paymentQueue = `${broker.prefix}.order-saga.order-placed`;
     consoleBase = '/admin/dead-letters/console';
     browser = new FormBrowser(app.baseUrl);
     const exchange = `${broker.prefix}.events`;

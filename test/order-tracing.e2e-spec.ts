@@ -6,6 +6,7 @@ import { ChildApp } from './support/child-app';
 import { TestBroker } from './support/test-broker';
 import { createTestDatabase, type TestDatabase } from './support/test-database';
 import { waitFor } from './support/wait-for';
+import { messagingNames } from '../apps/order-service/src/config/messaging-names';
 
 /** The compiled order service; ORDER_SERVICE_DIST names another build output than dist/. */
 const MAIN = `${process.env.ORDER_SERVICE_DIST ?? 'dist'}/apps/order-service/src/main.js`;
@@ -68,10 +69,18 @@ describe('tracing: an order request and every consumer span it causes share one 
   let collector: SpanCollector;
   let app: ChildApp;
   let baseUrl: string;
-  const queues = (prefix: string) =>
-    ['payment.order-placed', 'shipping.order-paid', 'receipt.order-paid'].map(
-      (queue) => `${prefix}.${queue}`,
-    );
+  /** The queues an order's flow goes through, in its order: the saga's, the gateway's, shipping's, receipt's. */
+  const queues = (prefix: string) => {
+    const names = messagingNames(prefix).queues;
+    return [
+      names.sagaPlaced,
+      names.payment,
+      names.sagaPaymentCaptured,
+      names.shipping,
+      names.sagaShipped,
+      names.receipt,
+    ];
+  };
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -107,7 +116,7 @@ describe('tracing: an order request and every consumer span it causes share one 
     await database?.drop();
   });
 
-  it('links the HTTP request, the outbox create span, the relay send and the payment, shipping and receipt consumers', async () => {
+  it("links the HTTP request, the outbox create span, the relay send and every consumer of the order saga's flow", async () => {
     const response = await fetch(`${baseUrl}/orders`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -117,18 +126,15 @@ describe('tracing: an order request and every consumer span it causes share one 
       }),
     });
     expect(response.status).toBe(201);
-    const [paymentQueue, shippingQueue, receiptQueue] = queues(broker.prefix);
+    const flow = queues(broker.prefix);
     const processSpans = () =>
       collector.spans.filter((span) => span.kind === CONSUMER && span.name.startsWith('process '));
     await waitFor(
       () =>
-        `process spans of the three consumers (saw ${processSpans()
+        `process spans of the flow's six consumers (saw ${processSpans()
           .map((span) => span.name)
           .join(', ')})`,
-      () =>
-        [paymentQueue, shippingQueue, receiptQueue].every((queue) =>
-          processSpans().some((span) => span.name === `process ${queue}`),
-        ),
+      () => flow.every((queue) => processSpans().some((span) => span.name === `process ${queue}`)),
       { timeoutMs: 20_000 },
     );
 
@@ -139,7 +145,9 @@ describe('tracing: an order request and every consumer span it causes share one 
       processSpans().map((span) => ({ name: span.name, traceId })),
     );
     const byId = new Map(collector.spans.map((span) => [span.spanId, span]));
-    const payment = processSpans().find((span) => span.name === `process ${paymentQueue}`)!;
+    const [placedQueue, , capturedQueue, shippingQueue] = flow;
+    // OrderPlaced, created in the request's span, handled by the saga's first step.
+    const payment = processSpans().find((span) => span.name === `process ${placedQueue}`)!;
     const created = byId.get(payment.parentSpanId!)!;
     expect(created).toMatchObject({ kind: PRODUCER, traceId });
     expect(created.name).toMatch(/^create /);
@@ -150,9 +158,10 @@ describe('tracing: an order request and every consumer span it causes share one 
       (span) => span.name.startsWith('send ') && span.links?.[0]?.spanId === created.spanId,
     );
     expect(relayed).toMatchObject({ traceId, parentSpanId: created.spanId });
+    // OrderPaid, created by the saga's step on PaymentCaptured, handled by shipping.
     const shipping = processSpans().find((span) => span.name === `process ${shippingQueue}`)!;
     const paid = byId.get(shipping.parentSpanId!)!;
     expect(paid.name).toMatch(/^create /);
-    expect(byId.get(paid.parentSpanId!)?.name).toBe(`process ${paymentQueue}`);
+    expect(byId.get(paid.parentSpanId!)?.name).toBe(`process ${capturedQueue}`);
   });
 });

@@ -1,3 +1,4 @@
+import { messagingNames } from '../../apps/order-service/src/config/messaging-names';
 import { ChildApp } from './child-app';
 import type { TestBroker } from './test-broker';
 import type { TestDatabase } from './test-database';
@@ -7,10 +8,9 @@ export const ORDER_SERVICE_MAIN = `${process.env.ORDER_SERVICE_DIST ?? 'dist'}/a
 
 /** The order service's queues under a namespace, each with its dead-letter queue, for `broker.track()`. */
 export function orderServiceQueues(prefix: string): string[] {
-  return ['payment.order-placed', 'shipping.order-paid', 'receipt.order-paid'].flatMap((queue) => [
-    `${prefix}.${queue}`,
-    `${prefix}.${queue}.dlq`,
-  ]);
+  // The history's queue is partitioned: its partitions are declared, and deleted, by their own names.
+  const { history: _partitioned, ...queues } = messagingNames(prefix).queues;
+  return Object.values(queues).flatMap((queue) => [queue, `${queue}.dlq`]);
 }
 
 /** A response as the specs read it: status, headers and the JSON body. */

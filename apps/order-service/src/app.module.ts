@@ -20,6 +20,7 @@ import { isToolMode, toolModeMessagingOptions } from './cli/tool-mode';
 import { orderDataSourceOptions } from './database/order-data-source';
 import { OrdersModule } from './orders/orders.module';
 import { OrderHistoryModule } from './history/order-history.module';
+import { OrderSagaModule } from './fulfilment/order-saga.module';
 import { PaymentModule } from './payment/payment.module';
 import { ReceiptModule } from './receipt/receipt.module';
 import { ShippingModule } from './shipping/shipping.module';
@@ -55,7 +56,8 @@ function adminApi(): DynamicModule[] {
 
 /**
  * The order service: HTTP API, PostgreSQL through TypeORM, transactions propagated by nestjs-cls (so the
- * messaging module's outbox and inbox join them), and the payment, shipping and receipt consumers.
+ * messaging module's outbox and inbox join them), the order saga, and the payment gateway, shipping and receipt
+ * consumers it drives.
  */
 @Module({
   imports: [
@@ -95,6 +97,7 @@ function adminApi(): DynamicModule[] {
       useFactory: (config: AppConfig) => ({ ttlMs: config.idempotencyKeyTtlMs, prune: !isToolMode() }),
     }),
     OrdersModule,
+    OrderSagaModule,
     PaymentModule,
     ShippingModule,
     OrderHistoryModule,

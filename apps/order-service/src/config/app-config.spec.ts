@@ -14,6 +14,7 @@ describe('loadAppConfig', () => {
       reconnect: { initialDelayMs: 250, maxDelayMs: 1500 },
       idempotencyKeyTtlMs: 86_400_000,
       logFormat: 'text',
+      paymentTimeoutMs: 900_000,
       retry: { maxAttempts: 12, initialDelayMs: 1000, maxDelayMs: 120_000 },
     });
   });
@@ -37,6 +38,7 @@ describe('loadAppConfig', () => {
       RECONNECT_MAX_DELAY_MS: '800',
       IDEMPOTENCY_KEY_TTL_MS: '3600000',
       LOG_FORMAT: 'json',
+      PAYMENT_TIMEOUT_MS: '3000',
     });
 
     expect(config).toEqual({
@@ -50,6 +52,7 @@ describe('loadAppConfig', () => {
       reconnect: { initialDelayMs: 100, maxDelayMs: 800 },
       idempotencyKeyTtlMs: 3_600_000,
       logFormat: 'json',
+      paymentTimeoutMs: 3000,
       retry: { maxAttempts: 8, initialDelayMs: 100, maxDelayMs: 1000 },
     });
   });
@@ -66,6 +69,7 @@ describe('loadAppConfig', () => {
     ['RETRY_MAX_ATTEMPTS', '0', "RETRY_MAX_ATTEMPTS must be an integer from 1 to 100; got '0'"],
     ['SHUTDOWN_TIMEOUT_MS', '0', "SHUTDOWN_TIMEOUT_MS must be an integer from 1 to 3600000; got '0'"],
     ['HANDLER_DEADLINE_MS', '10', "HANDLER_DEADLINE_MS must be an integer from 100 to 3600000; got '10'"],
+    ['PAYMENT_TIMEOUT_MS', '1.5', "PAYMENT_TIMEOUT_MS must be an integer from 100 to 2592000000; got '1.5'"],
     ['RECEIPT_URL', 'ftp://x', "RECEIPT_URL must be an http:// or https:// URL; got 'ftp://x'"],
     [
       'RECEIPT_URL',

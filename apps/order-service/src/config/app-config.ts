@@ -68,6 +68,11 @@ export interface AppConfig {
   idempotencyKeyTtlMs: number;
   /** `LOG_FORMAT`: `text`, one line a record, coloured unless `NO_COLOR` is set; or `json`, one JSON object a line. Default: `text`. */
   logFormat: LogFormat;
+  /**
+   * `PAYMENT_TIMEOUT_MS`: how long the order saga waits for an order's payment before it cancels the order and
+   * publishes OrderCancelled. Default: 900000 (15 minutes).
+   */
+  paymentTimeoutMs: number;
   /** How the consumers retry a failed message (the module's `retry` option). */
   retry: {
     /** `RETRY_MAX_ATTEMPTS`: attempts in all, the first included, 1 to 100. Default: 12, as the module's. */
@@ -99,6 +104,7 @@ export const DEFAULT_RETRY_MAX_ATTEMPTS = 12;
 export const DEFAULT_RETRY_INITIAL_DELAY_MS = 1000;
 export const DEFAULT_RETRY_MAX_DELAY_MS = 120_000;
 export const DEFAULT_IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
+export const DEFAULT_PAYMENT_TIMEOUT_MS = 15 * 60 * 1000;
 
 /** Reads and checks the configuration; a bad value fails with a message naming the variable and what it expects. */
 export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
@@ -156,6 +162,11 @@ export function loadAppConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       integer: true,
     }),
     logFormat: readLogFormat(env),
+    paymentTimeoutMs: readNumber(env, 'PAYMENT_TIMEOUT_MS', DEFAULT_PAYMENT_TIMEOUT_MS, {
+      min: 100,
+      max: 30 * 24 * 60 * 60 * 1000,
+      integer: true,
+    }),
     retry: {
       maxAttempts: readNumber(env, 'RETRY_MAX_ATTEMPTS', DEFAULT_RETRY_MAX_ATTEMPTS, {
         min: 1,

@@ -8,9 +8,17 @@ describe('messagingNames', () => {
       exchange: 'events',
       deadLetterExchange: 'events.dead-letter',
       queues: {
-        payment: 'payment.order-placed',
+        sagaPlaced: 'order-saga.order-placed',
+        sagaPaymentCaptured: 'order-saga.payment-captured',
+        sagaPaymentTimedOut: 'order-saga.payment-timed-out',
+        sagaShipped: 'order-saga.order-shipped',
+        sagaShipmentFailed: 'order-saga.shipment-failed',
+        sagaPaymentRefunded: 'order-saga.payment-refunded',
+        payment: 'payment.payment-requested',
+        refund: 'payment.refund-requested',
+        paymentVoid: 'payment.order-cancelled',
         shipping: 'shipping.order-paid',
-        receipt: 'receipt.order-paid',
+        receipt: 'receipt.order-shipped',
         history: 'history.order-status-changed',
         activity: 'activity.order-status-changed',
       },
@@ -22,7 +30,7 @@ describe('messagingNames', () => {
     const names = messagingNames('demo-1a2b');
     const all = [names.exchange, names.deadLetterExchange, ...Object.values(names.queues)];
     expect(all.every((name) => name.startsWith('demo-1a2b.'))).toBe(true);
-    expect(names.queues.payment).toBe('demo-1a2b.payment.order-placed');
+    expect(names.queues.payment).toBe('demo-1a2b.payment.payment-requested');
     expect(names.connectionName).toBe('order-service.demo-1a2b');
   });
 

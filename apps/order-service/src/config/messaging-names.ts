@@ -7,11 +7,27 @@ export interface MessagingNames {
   /** The dead-letter exchange: `<exchange>.dead-letter`. */
   deadLetterExchange: string;
   queues: {
-    /** Payment's queue of OrderPlaced. */
+    /** The order saga's queue of OrderPlaced, which starts an instance. */
+    sagaPlaced: string;
+    /** The order saga's queue of PaymentCaptured. */
+    sagaPaymentCaptured: string;
+    /** The order saga's queue of its own payment timeouts. */
+    sagaPaymentTimedOut: string;
+    /** The order saga's queue of OrderShipped. */
+    sagaShipped: string;
+    /** The order saga's queue of ShipmentFailed. */
+    sagaShipmentFailed: string;
+    /** The order saga's queue of PaymentRefunded. */
+    sagaPaymentRefunded: string;
+    /** The payment gateway's queue of RequestPayment. */
     payment: string;
+    /** The payment gateway's queue of RefundPayment. */
+    refund: string;
+    /** The payment gateway's queue of OrderCancelled, on which it voids the order's payment. */
+    paymentVoid: string;
     /** Shipping's queue of OrderPaid. */
     shipping: string;
-    /** Receipt's queue of OrderPaid. */
+    /** Receipt's queue of OrderShipped. */
     receipt: string;
     /** The order history's queue of OrderStatusChanged, ordered by key: its partitions are `<queue>.p000`, ... */
     history: string;
@@ -39,9 +55,17 @@ export function messagingNames(namespace?: string): MessagingNames {
     exchange: `${prefix}events`,
     deadLetterExchange: `${prefix}events.dead-letter`,
     queues: {
-      payment: `${prefix}payment.order-placed`,
+      sagaPlaced: `${prefix}order-saga.order-placed`,
+      sagaPaymentCaptured: `${prefix}order-saga.payment-captured`,
+      sagaPaymentTimedOut: `${prefix}order-saga.payment-timed-out`,
+      sagaShipped: `${prefix}order-saga.order-shipped`,
+      sagaShipmentFailed: `${prefix}order-saga.shipment-failed`,
+      sagaPaymentRefunded: `${prefix}order-saga.payment-refunded`,
+      payment: `${prefix}payment.payment-requested`,
+      refund: `${prefix}payment.refund-requested`,
+      paymentVoid: `${prefix}payment.order-cancelled`,
       shipping: `${prefix}shipping.order-paid`,
-      receipt: `${prefix}receipt.order-paid`,
+      receipt: `${prefix}receipt.order-shipped`,
       history: `${prefix}history.order-status-changed`,
       activity: `${prefix}activity.order-status-changed`,
     },

@@ -12,6 +12,7 @@ import { DatabaseLogger } from './database-logger';
 import { CreateOrders1764403200000 } from './migrations/1764403200000-create-orders.migration';
 import { CreatePayments1764576000000 } from './migrations/1764576000000-create-payments.migration';
 import { CreateOrderHistory1767312000000 } from './migrations/1767312000000-create-order-history.migration';
+import { OrderSaga1767830400000 } from './migrations/1767830400000-order-saga.migration';
 
 /** The order service's entities. */
 export const ORDER_ENTITIES = [Order, OrderItem, Payment, OrderHistoryEntry];
@@ -21,6 +22,7 @@ export const ORDER_MIGRATIONS = [
   CreateOrders1764403200000,
   CreatePayments1764576000000,
   CreateOrderHistory1767312000000,
+  OrderSaga1767830400000,
 ];
 
 /**
@@ -39,9 +41,9 @@ export function orderDataSourceOptions(databaseUrl: string): TypeOrmModuleOption
     // Through the app's logger, and a failed query without its parameters, which hold customer data.
     logger: new DatabaseLogger(),
     logging: ['error', 'warn', 'migration'],
-    // The consumers' handlers (30 at most at once: their `concurrency`, one per history partition and one for
+    // The consumers' handlers (53 at most at once: their `concurrency`, one per history partition and one for
     // the activity feed), HTTP requests and the outbox relay share the pool.
-    poolSize: 40,
+    poolSize: 60,
     retryAttempts: 5,
     retryDelay: 1000,
   };

@@ -12,7 +12,7 @@ export interface ExpectedDeadLetter {
 
 /** What a check found: what it measured, for the summary, and a problem when its scenario did not hold. */
 export interface DemoCheckResult {
-  /** One line for the summary, e.g. `20 copies of 10 OrderPlaced skipped by payment's inbox`. */
+  /** One line for the summary, e.g. `20 copies of 10 OrderPlaced skipped by the order saga's inbox`. */
   summary: string;
   /** Undefined when all is well. */
   problem?: string;

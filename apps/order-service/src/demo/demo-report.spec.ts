@@ -19,7 +19,7 @@ function settledOutcome(): DemoOutcome {
     settled: true,
     timeoutSeconds: 45,
     elapsedMs: 4_200,
-    stats: { orders: 2, placed: 0, paid: 0, shipped: 2, receiptsSent: 2 },
+    stats: { orders: 2, placed: 0, paid: 0, shipped: 2, cancelled: 0, receiptsSent: 2 },
     ledger,
     unfinishedOrders: [],
     deadLetters: [
@@ -42,6 +42,7 @@ describe('buildReport', () => {
       '  orders paid           2',
       '  orders shipped        2',
       '  receipts sent         2',
+      '  orders cancelled      0',
       '  dead-lettered         1',
       '    payment.order-placed.dlq     malformed-json               not JSON',
       '',

@@ -79,6 +79,7 @@ export function buildReport(outcome: DemoOutcome): DemoReport {
     row('orders paid', stats.paid + stats.shipped),
     row('orders shipped', stats.shipped),
     row('receipts sent', stats.receiptsSent),
+    row('orders cancelled', stats.cancelled),
     row('dead-lettered', deadLetters.length),
     ...deadLetters.map((seen) => {
       const queue = outcome.namespace ? seen.queue.replace(`${outcome.namespace}.`, '') : seen.queue;

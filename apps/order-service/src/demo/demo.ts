@@ -17,6 +17,7 @@ import { OrderApiClient } from './order-api.client';
 import { describeExit, OrderServiceProcess } from './order-service-process';
 import { PlaceOrdersStep } from './place-orders.step';
 import { PoisonMessageStep } from './poison-message.step';
+import { SagaOutcomesStep } from './saga-outcomes.step';
 import { ProgressDisplay } from './progress-display';
 import { TransientFailuresStep } from './transient-failures.step';
 import { watchUntilSettled } from './watch-until-settled';
@@ -85,6 +86,7 @@ function demoSteps(options: DemoOptions): DemoStep[] {
     new DuplicateDeliveriesStep(Math.min(10, options.orders)),
     new TransientFailuresStep(options.receiptFailureRate),
     new PoisonMessageStep(),
+    new SagaOutcomesStep(),
   ];
 }
 

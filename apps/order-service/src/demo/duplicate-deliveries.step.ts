@@ -45,9 +45,9 @@ export class DuplicateDeliveriesStep implements DemoStep {
       });
       return;
     }
-    const payment = names.queues.payment;
+    const saga = names.queues.sagaPlaced;
     const before = metricTotal(await api.metrics(signal), 'rm_messages_deduplicated_total', {
-      queue: payment,
+      queue: saga,
     });
     for (let copy = 0; copy < this.copies; copy++) {
       for (const message of relayed) {
@@ -61,9 +61,7 @@ export class DuplicateDeliveriesStep implements DemoStep {
     await pollUntil(
       async () => {
         const page = await api.metrics(signal);
-        return (
-          metricTotal(page, 'rm_messages_deduplicated_total', { queue: payment }) >= expected || undefined
-        );
+        return metricTotal(page, 'rm_messages_deduplicated_total', { queue: saga }) >= expected || undefined;
       },
       WAIT_MS,
       signal,
@@ -73,22 +71,23 @@ export class DuplicateDeliveriesStep implements DemoStep {
       name: 'duplicates',
       verify: async () => {
         const skipped =
-          metricTotal(await api.metrics(), 'rm_messages_deduplicated_total', { queue: payment }) - before;
+          metricTotal(await api.metrics(), 'rm_messages_deduplicated_total', { queue: saga }) - before;
         const { rows } = await database.query<{ paid_events: string; applied: string }>(
           `SELECT
              (SELECT count(*) FROM rm_outbox WHERE properties->>'type' = 'order.paid' AND ordering_key = ANY($1))
                AS paid_events,
              (SELECT count(*) FROM rm_inbox WHERE consumer = $2 AND idempotency_key = ANY($3)) AS applied`,
-          [orderIds, payment, orderIds.map((id) => `order-placed:${id}`)],
+          [orderIds, saga, orderIds.map((id) => `order-placed:${id}`)],
         );
         const paidEvents = Number(rows[0].paid_events);
         const applied = Number(rows[0].applied);
         const sent = relayed.length * this.copies;
         const summary =
-          `${sent} copies of ${relayed.length} OrderPlaced: ${skipped} skipped by payment's inbox ` +
+          `${sent} copies of ${relayed.length} OrderPlaced: ${skipped} skipped by the order saga's inbox ` +
           `(rm_messages_deduplicated_total), ${applied} applied, ${paidEvents} OrderPaid in the outbox`;
         const problems: string[] = [];
-        if (skipped !== sent) problems.push(`payment's inbox skipped ${skipped} of the ${sent} copies`);
+        if (skipped !== sent)
+          problems.push(`the order saga's inbox skipped ${skipped} of the ${sent} copies`);
         if (applied !== relayed.length) problems.push(`${applied} inbox rows for ${relayed.length} orders`);
         if (paidEvents !== relayed.length) {
           problems.push(

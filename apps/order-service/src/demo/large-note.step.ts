@@ -6,7 +6,7 @@ const NOTE_CHARACTERS = 24_000;
 
 /**
  * Places one order with a large note (a gift message pasted in full). OrderPlaced carries the note through the
- * claim check: the outbox row holds a reference, the note is in `rm_claim_check`, and payment gets it back
+ * claim check: the outbox row holds a reference, the note is in `rm_claim_check`, and the order saga gets it back
  * before validation. The order must then settle like every other; the check shows what went on the wire.
  */
 export class LargeNoteStep implements DemoStep {

@@ -25,7 +25,7 @@ function validOrderPlaced(): Buffer {
   );
 }
 
-/** The bad input the demo sends to payment's queue, one of each kind. */
+/** The bad input the demo sends to the order saga's queue, one of each kind. */
 export function malformedMessages(): MalformedMessage[] {
   return [
     {
@@ -67,7 +67,7 @@ export function malformedMessages(): MalformedMessage[] {
 
 /**
  * Publishes malformed messages with a plain AMQP client, as a buggy or hostile producer would, to the routing
- * key payment listens on. Each must end in payment's dead-letter queue with its reason while the orders flow on.
+ * key the order saga listens on. Each must end in the order saga's dead-letter queue with its reason while the orders flow on.
  */
 export class MalformedMessagesStep implements DemoStep {
   private readonly messages = malformedMessages();
@@ -89,7 +89,7 @@ export class MalformedMessagesStep implements DemoStep {
       channel.publish(names.exchange, 'order.placed', message.body, properties);
       ledger.expectedDeadLetters.push({
         messageId,
-        queue: `${names.queues.payment}.dlq`,
+        queue: `${names.queues.sagaPlaced}.dlq`,
         reason: message.reason,
         description: message.description,
       });

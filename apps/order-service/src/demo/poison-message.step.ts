@@ -17,7 +17,7 @@ interface PoisonOutcome {
 
 /**
  * A poison message, fixed and replayed. A producer writes an order straight to the database and announces it
- * with an OrderPlaced whose order id is wrong, so payment fails with OrderNotFoundError on every attempt
+ * with an OrderPlaced whose order id is wrong, so the order saga fails with OrderNotFoundError on every attempt
  * (retryable: the order might still be on its way) until the message is dead-lettered as `attempts-exhausted`.
  * The step then does what an operator would with `npm run dlq -- edit`: through the module's
  * DeadLetterOperations it corrects the order id in the body and replays it (audited as `edit-replay`). The
@@ -25,10 +25,10 @@ interface PoisonOutcome {
  */
 export class PoisonMessageStep implements DemoStep {
   readonly title =
-    'an OrderPlaced with a wrong order id, which payment can never handle: dead-lettered after its retries, then fixed and replayed';
+    'an OrderPlaced with a wrong order id, which the order saga can never handle: dead-lettered after its retries, then fixed and replayed';
 
   async run({ appEnv, channel, database, ledger, names, signal, api }: DemoContext): Promise<void> {
-    const queue = names.queues.payment;
+    const queue = names.queues.sagaPlaced;
     const maxAttempts = Number(appEnv.RETRY_MAX_ATTEMPTS ?? DEFAULT_RETRY_MAX_ATTEMPTS);
     const { orderId, wrongId, messageId, body } = await plantPoisonOrder(
       database,
@@ -110,7 +110,7 @@ export class PoisonMessageStep implements DemoStep {
     if (audit?.action !== 'edit-replay' || audit.outcome !== 'completed')
       problems.push('no completed edit-replay audit record');
     if (handled.rowCount !== 1)
-      problems.push(`payment's inbox holds ${handled.rowCount ?? 0} rows for it, expected 1`);
+      problems.push(`the order saga's inbox holds ${handled.rowCount ?? 0} rows for it, expected 1`);
     if (order?.status !== 'shipped' || !order.receiptSent) problems.push(`its order is ${final}`);
     return { summary, problem: problems.length > 0 ? problems.join('; ') : undefined };
   }

@@ -19,7 +19,7 @@ export interface PlantedPoison {
 
 /**
  * Writes an order straight to the database and announces it with an OrderPlaced (confirmed by the broker)
- * whose order id is wrong, so the payment consumer fails with OrderNotFoundError on every attempt (retryable:
+ * whose order id is wrong, so the order saga fails with OrderNotFoundError on every attempt (retryable:
  * the order might still be on its way) until the message is dead-lettered as `attempts-exhausted`.
  */
 export async function plantPoisonOrder(

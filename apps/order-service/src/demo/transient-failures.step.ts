@@ -31,13 +31,13 @@ export class TransientFailuresStep implements DemoStep {
         const orders = ledger.orderIds.length;
         const summary =
           `${failed} receipt attempts failed, ${retried} retried (rm_messages_retried_total); ` +
-          `${receiptsSent}/${orders} receipts sent, ${deadLetters} in receipt.order-paid.dlq`;
+          `${receiptsSent}/${orders} receipts sent, ${deadLetters} in receipt.order-shipped.dlq`;
         const problems: string[] = [];
         if (failed === 0 && this.failureRate > 0)
           problems.push('no receipt call failed, so nothing was retried');
         if (retried !== failed) problems.push(`${failed - retried} failed attempt(s) were not retried`);
         if (receiptsSent < orders) problems.push(`${orders - receiptsSent} receipt(s) not sent`);
-        if (deadLetters > 0) problems.push(`${deadLetters} message(s) in receipt.order-paid.dlq`);
+        if (deadLetters > 0) problems.push(`${deadLetters} message(s) in receipt.order-shipped.dlq`);
         return { summary, problem: problems.length > 0 ? problems.join('; ') : undefined };
       },
     });

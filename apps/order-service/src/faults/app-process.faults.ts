@@ -1,6 +1,12 @@
 import { describeExit } from '../demo/order-service-process';
 import { between, pause, type Fault, type FaultContext } from './fault';
-import { FAULT_ACK_DELAY_ENV, RELAY_STOP_SIGNAL, RELAY_STOPPED_LINE } from './fault-points';
+import {
+  ACK_HELD_LINE,
+  FAULT_ACK_DELAY_ENV,
+  FAULT_HOLD_ACK_OF_ENV,
+  RELAY_STOP_SIGNAL,
+  RELAY_STOPPED_LINE,
+} from './fault-points';
 
 /** How late acknowledgements are sent while kills aim between commit and ack. */
 const ACK_DELAY_MS = 200;
@@ -78,6 +84,55 @@ export function relayKillFault(): Fault {
         await context.app.kill('SIGKILL');
         await context.app.start();
         context.note(`killed at: ${/\((\d+) row/.exec(line)?.[1] ?? '?'} confirmed row(s) not marked`);
+      } finally {
+        await ensureRunning(context);
+      }
+    },
+  };
+}
+
+/**
+ * The messages of the order saga's flow, in its order, each handled by one step: the saga's on OrderPlaced, the
+ * gateway's on RequestPayment, the saga's on PaymentCaptured, shipping's on OrderPaid, the saga's (and receipt's)
+ * on OrderShipped.
+ */
+export const SAGA_FLOW_STEPS = [
+  'order.placed',
+  'payment.requested',
+  'payment.captured',
+  'order.paid',
+  'order.shipped',
+] as const;
+
+/**
+ * SIGKILL of the app between each two steps of the order saga's flow: for each message of the flow in turn, the
+ * app is started with the ack of the first committed delivery of that type held (`FAULT_HOLD_ACK_OF`), and killed
+ * as soon as it holds it: the step's state change, its inbox row and the next step's message are committed, the
+ * message is not acknowledged. The redelivered message must be skipped by the inbox, the next step must run once,
+ * and every instance must reach its end: none lost, doubled or stuck.
+ */
+export function sagaStepKillFault(): Fault {
+  return {
+    name: 'saga-step-kill',
+    description: "SIGKILL of the app after each step of the order saga's flow commits, before its ack",
+    machineWide: false,
+    async inject(context) {
+      const killed: string[] = [];
+      try {
+        for (const type of SAGA_FLOW_STEPS) {
+          await context.app.kill('SIGKILL');
+          await context.app.start({ [FAULT_HOLD_ACK_OF_ENV]: type });
+          const app = context.app.process;
+          if (!app) throw new Error('the app is not running');
+          // The consumers start before HTTP listens: the line may be logged already. Read the lines kept, then
+          // wait, in one turn, so no line falls between the two.
+          const held = new RegExp(`${ACK_HELD_LINE} ${type.replace('.', '\\.')} `);
+          if (!app.tail.some((line) => held.test(line))) await app.waitForLine(held, 60_000);
+          await context.app.kill('SIGKILL');
+          killed.push(type);
+        }
+        await context.app.start();
+        context.note(`killed after the commit of each step, before its ack: ${killed.join(', ')}`);
       } finally {
         await ensureRunning(context);
       }

@@ -49,7 +49,7 @@ export function clusterLeaderKillFault(): Fault {
     async inject(context) {
       if (!cluster) throw new Error('the cluster fault runs only on its stage');
       context.note(`cluster started in ${(cluster.startupMs / 1000).toFixed(1)} s`);
-      const queue = context.environment.names.queues.payment;
+      const queue = context.environment.names.queues.sagaPlaced;
       const leader = await cluster.leaderOf(queue, cluster.nodes[0]);
       const survivor = cluster.nodes.find((node) => node !== leader)!;
       await cluster.kill(leader);

@@ -1,4 +1,4 @@
-import { appKillFault, relayKillFault, sigtermFault } from './app-process.faults';
+import { appKillFault, relayKillFault, sagaStepKillFault, sigtermFault } from './app-process.faults';
 import { brokerStopFault, closeConnectionsFault, diskAlarmFault, memoryAlarmFault } from './broker.faults';
 import {
   connectionLimitFault,
@@ -64,6 +64,7 @@ export function faultCatalog(durations: FaultDurations): Fault[] {
     handlerDeadlineFault(), // 12
     poisonMessageFault(), // 13
     ...(durations.cluster ? [clusterLeaderKillFault()] : []), // 14
+    sagaStepKillFault(), // the order saga: a kill between each two steps of its flow
   ];
 }
 

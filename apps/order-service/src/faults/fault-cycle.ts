@@ -2,6 +2,7 @@ import { countMessages, readDeadLetters } from '../demo/dead-letter-reader';
 import type { ExpectedDeadLetter } from '../demo/demo-ledger';
 import { pause, type EnteredStage, type Fault, type FaultContext } from './fault';
 import type { OrderLoad } from './order-load';
+import { ORDER_SAGA } from '../fulfilment/order-saga';
 
 /** One row of the fault table. */
 export interface FaultRow {
@@ -16,6 +17,8 @@ export interface FaultRow {
   receiptsTwice: number;
   /** Accepted orders not settled within the settle timeout. */
   lost: number;
+  /** Accepted orders whose saga instance had not completed by the end (never started, or waiting for a step). */
+  sagasStuck: number;
   /**
    * Accepted orders whose status changes an ordered consumer (the history, by key; the activity feed, by queue)
    * did not handle in their order, or handled twice.
@@ -70,6 +73,7 @@ function unrunRow(fault: Fault, failure: unknown): FaultRow {
     paidTwice: 0,
     receiptsTwice: 0,
     lost: 0,
+    sagasStuck: 0,
     orderViolations: 0,
     deadLettered: 0,
     wrongDeadLetters: [],
@@ -190,6 +194,7 @@ export async function runFaultCycle(
     paidTwice: await paidTwice(context, accepted),
     receiptsTwice: context.receipts.sentTwice(accepted),
     lost: accepted.length - settled,
+    sagasStuck: await sagasStuck(context, accepted),
     orderViolations: violations.length,
     deadLettered: seen.length,
     wrongDeadLetters,
@@ -202,8 +207,8 @@ export async function runFaultCycle(
 }
 
 /**
- * How many of `ids` are not yet paid, shipped, sent their receipt and recorded as placed and paid by both ordered
- * consumers; Infinity while the database is away.
+ * How many of `ids` are not yet paid, shipped, sent their receipt, recorded as placed and paid by both ordered
+ * consumers and at the end of their saga; Infinity while the database is away.
  */
 async function unsettledOf(context: Pick<FaultContext, 'database'>, ids: readonly string[]): Promise<number> {
   if (ids.length === 0) return 0;
@@ -211,8 +216,10 @@ async function unsettledOf(context: Pick<FaultContext, 'database'>, ids: readonl
     const { rows } = await context.database.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM orders o
         WHERE o.id = ANY($1::uuid[]) AND o.status = 'shipped' AND o.receipt_id IS NOT NULL
-          AND (SELECT count(DISTINCT (h.recorder, h.sequence)) FROM order_history h WHERE h.order_id = o.id) = 4`,
-      [ids],
+          AND (SELECT count(DISTINCT (h.recorder, h.sequence)) FROM order_history h WHERE h.order_id = o.id) = 4
+          AND EXISTS (SELECT 1 FROM rm_saga s WHERE s.saga = $2 AND s.correlation_key = o.id::text
+                        AND s.status = 'completed')`,
+      [ids, ORDER_SAGA],
     );
     return ids.length - rows[0].n;
   } catch {
@@ -231,6 +238,16 @@ async function settledCountable(
     if (Number.isFinite(unsettled) || Date.now() > deadline) return unsettled;
     await pause(POLL_MS, context.signal);
   }
+}
+
+/** How many of `ids` have no completed instance of the order saga. */
+async function sagasStuck(context: Pick<FaultContext, 'database'>, ids: readonly string[]): Promise<number> {
+  const { rows } = await context.database.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM rm_saga WHERE saga = $2 AND correlation_key = ANY($1::text[])
+        AND status = 'completed'`,
+    [ids, ORDER_SAGA],
+  );
+  return ids.length - rows[0].n;
 }
 
 /** How many of `ids` have more than one charge in the payments ledger. */

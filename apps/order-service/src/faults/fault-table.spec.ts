@@ -10,6 +10,7 @@ function row(overrides: Partial<FaultRow> = {}): FaultRow {
     paidTwice: 0,
     receiptsTwice: 0,
     lost: 0,
+    sagasStuck: 0,
     orderViolations: 0,
     deadLettered: 0,
     wrongDeadLetters: [],
@@ -26,15 +27,15 @@ describe('the fault table', () => {
     const lines = formatFaultTable([row(), row({ fault: 'poison', deadLettered: 1, recoveryMs: undefined })]);
 
     expect(lines).toEqual([
-      'fault       accepted  settled  paid twice  receipts twice  lost  order violations  dead-lettered  recovered in',
-      'pg-restart       250      250           0               0     0                 0              0         1.2 s',
-      'poison           250      250           0               0     0                 0              1         never',
+      'fault       accepted  settled  paid twice  receipts twice  lost  sagas stuck  order violations  dead-lettered  recovered in',
+      'pg-restart       250      250           0               0     0            0                 0              0         1.2 s',
+      'poison           250      250           0               0     0            0                 0              1         never',
     ]);
   });
 
   it('prints Markdown for the docs', () => {
     expect(formatFaultTableMarkdown([row()])[2]).toBe(
-      '| pg-restart | 250 | 250 | 0 | 0 | 0 | 0 | 0 | 1.2 s |',
+      '| pg-restart | 250 | 250 | 0 | 0 | 0 | 0 | 0 | 0 | 1.2 s |',
     );
   });
 
@@ -45,6 +46,7 @@ describe('the fault table', () => {
   it.each<[string, Partial<FaultRow>, string]>([
     ['a loss', { settled: 249, lost: 1 }, 'pg-restart: 1 accepted order(s) never settled'],
     ['a double charge', { paidTwice: 2 }, 'pg-restart: 2 order(s) charged twice'],
+    ['a saga that never completed', { sagasStuck: 1 }, 'pg-restart: 1 order saga(s) never completed'],
     ['a second receipt', { receiptsTwice: 1 }, 'pg-restart: 1 order(s) sent two receipts'],
     [
       'an order handled out of order',

@@ -7,6 +7,7 @@ const COLUMNS = [
   'paid twice',
   'receipts twice',
   'lost',
+  'sagas stuck',
   'order violations',
   'dead-lettered',
   'recovered in',
@@ -21,6 +22,7 @@ function cells(row: FaultRow): string[] {
     String(row.paidTwice),
     String(row.receiptsTwice),
     String(row.lost),
+    String(row.sagasStuck),
     String(row.orderViolations),
     row.wrongDeadLetters.length > 0 ? `${row.deadLettered} (wrong)` : String(row.deadLettered),
     row.recoveryMs === undefined ? 'never' : `${(row.recoveryMs / 1000).toFixed(1)} s`,
@@ -54,6 +56,7 @@ export function faultTableProblems(rows: readonly FaultRow[]): string[] {
   for (const row of rows) {
     if (row.error) problems.push(`${row.fault}: the fault did not run as meant: ${row.error}`);
     if (row.lost > 0) problems.push(`${row.fault}: ${row.lost} accepted order(s) never settled`);
+    if (row.sagasStuck > 0) problems.push(`${row.fault}: ${row.sagasStuck} order saga(s) never completed`);
     if (row.paidTwice > 0) problems.push(`${row.fault}: ${row.paidTwice} order(s) charged twice`);
     if (row.receiptsTwice > 0) problems.push(`${row.fault}: ${row.receiptsTwice} order(s) sent two receipts`);
     if (row.orderViolations > 0) {

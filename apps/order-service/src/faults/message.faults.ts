@@ -41,7 +41,7 @@ export function handlerDeadlineFault(): Fault {
 }
 
 /**
- * A poison message among healthy ones: an OrderPlaced naming an order that does not exist, which payment fails
+ * A poison message among healthy ones: an OrderPlaced naming an order that does not exist, which the order saga fails
  * on every attempt. It must be the cycle's only dead letter, as `attempts-exhausted`.
  */
 export function poisonMessageFault(): Fault {
@@ -56,7 +56,7 @@ export function poisonMessageFault(): Fault {
         const poison = await plantPoisonOrder(context.database, channel, names.exchange, 'fault-poison');
         context.expectDeadLetter({
           messageId: poison.messageId,
-          queue: `${names.queues.payment}.dlq`,
+          queue: `${names.queues.sagaPlaced}.dlq`,
           reason: 'attempts-exhausted',
           description: `an OrderPlaced for the unknown order ${poison.wrongId}`,
         });

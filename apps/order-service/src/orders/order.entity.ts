@@ -38,4 +38,11 @@ export class Order {
 
   @Column({ name: 'receipt_sent_at', type: 'timestamptz', nullable: true })
   receiptSentAt!: Date | null;
+
+  @Column({ name: 'cancelled_at', type: 'timestamptz', nullable: true })
+  cancelledAt!: Date | null;
+
+  /** Why the order's saga cancelled it: `payment-timeout` or `shipment-failed`. */
+  @Column({ name: 'cancel_reason', type: 'varchar', length: 32, nullable: true })
+  cancelReason!: string | null;
 }

@@ -10,7 +10,8 @@ export class OrdersController {
   constructor(private readonly orders: OrdersService) {}
 
   /**
-   * Places an order: 201 with the order (status `placed`); payment, shipping and the receipt follow by message.
+   * Places an order: 201 with the order (status `placed`); its saga drives payment, shipping and the receipt by
+   * message.
    * With an `Idempotency-Key` header, a retry gets the first 201 again instead of a second order.
    */
   @Post()
@@ -26,11 +27,11 @@ export class OrdersController {
     return this.orders.stats();
   }
 
-  /** The order, or 404. */
+  /** The order with its saga's state, or 404. */
   @Get(':id')
   async get(@Param('id') id: string): Promise<OrderView> {
-    const order = await this.orders.findById(id);
-    if (!order) throw new NotFoundException(`order '${id.slice(0, 64)}' not found`);
-    return toOrderView(order);
+    const found = await this.orders.findById(id);
+    if (!found) throw new NotFoundException(`order '${id.slice(0, 64)}' not found`);
+    return toOrderView(found.order, found.saga);
   }
 }

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { Transactional, TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { MessagePublisher } from 'nestjs-reliable-messaging';
+import { MessagePublisher, SagaInstances, type SagaInstanceView } from 'nestjs-reliable-messaging';
+import { ORDER_SAGA } from '../fulfilment/order-saga';
 import { isUUID } from 'class-validator';
 import { v7 as uuidv7 } from 'uuid';
 import { OrderStatusChanged } from '../messages/order-status-changed.message';
@@ -18,12 +19,16 @@ const INSERT_ORDER =
   'SELECT placed.id, item.line, item.sku, item.quantity, item.price FROM placed, ' +
   'unnest($5::smallint[], $6::text[], $7::int[], $8::bigint[]) AS item (line, sku, quantity, price)';
 
+/** The latest saga steps `GET /orders/:id` shows: an order's flow takes six at most. */
+const SAGA_HISTORY_SHOWN = 20;
+
 /** Places and reads orders. */
 @Injectable()
 export class OrdersService {
   constructor(
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly publisher: MessagePublisher,
+    private readonly sagas: SagaInstances,
   ) {}
 
   /**
@@ -54,6 +59,8 @@ export class OrdersService {
       shippedAt: null,
       receiptId: null,
       receiptSentAt: null,
+      cancelledAt: null,
+      cancelReason: null,
     });
     // The order and its lines in one statement, rather than save(), which reads before it writes.
     await this.txHost.tx.query(INSERT_ORDER, [
@@ -80,14 +87,16 @@ export class OrdersService {
     return order;
   }
 
-  /** The order with its lines, or null when there is none with that id. */
-  async findById(id: string): Promise<Order | null> {
+  /** The order with its lines and its saga instance, or null when there is no order with that id. */
+  async findById(id: string): Promise<{ order: Order; saga: SagaInstanceView | undefined } | null> {
     if (!isUUID(id)) return null;
-    return this.txHost.tx.getRepository(Order).findOne({
+    const order = await this.txHost.tx.getRepository(Order).findOne({
       where: { id },
       relations: { items: true },
       order: { items: { line: 'ASC' } },
     });
+    if (!order) return null;
+    return { order, saga: await this.sagas.find(ORDER_SAGA, id, { historyLimit: SAGA_HISTORY_SHOWN }) };
   }
 
   /** Counts of every order by status, and of receipts sent. */
@@ -99,6 +108,7 @@ export class OrdersService {
       .addSelect(`count(*) FILTER (WHERE o.status = 'placed')`, 'placed')
       .addSelect(`count(*) FILTER (WHERE o.status = 'paid')`, 'paid')
       .addSelect(`count(*) FILTER (WHERE o.status = 'shipped')`, 'shipped')
+      .addSelect(`count(*) FILTER (WHERE o.status = 'cancelled')`, 'cancelled')
       .addSelect('count(o.receipt_id)', 'receiptsSent')
       .getRawOne<Record<keyof OrderStats, string>>();
     return {
@@ -106,6 +116,7 @@ export class OrdersService {
       placed: Number(row?.placed ?? 0),
       paid: Number(row?.paid ?? 0),
       shipped: Number(row?.shipped ?? 0),
+      cancelled: Number(row?.cancelled ?? 0),
       receiptsSent: Number(row?.receiptsSent ?? 0),
     };
   }

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
-import { PaymentConsumer } from './payment.consumer';
+import { PaymentGateway } from './payment-gateway.consumer';
 
-/** Payment: OrderPlaced in, OrderPaid out. */
-@Module({ providers: [PaymentConsumer] })
+/** The stand-in payment gateway: RequestPayment, RefundPayment and OrderCancelled in; its answers out. */
+@Module({ providers: [PaymentGateway] })
 export class PaymentModule {}

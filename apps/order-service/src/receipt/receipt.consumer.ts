@@ -3,12 +3,12 @@ import { Consume, type MessageContext } from 'nestjs-reliable-messaging';
 import { readReceiptRateLimit } from '../config/app-config';
 import { QUEUES } from '../config/messaging-names';
 import { handlerTransaction } from '../database/handler-transaction';
-import { OrderPaid } from '../messages/order-paid.message';
+import { OrderShipped } from '../messages/order-shipped.message';
 import { OrderNotFoundError } from '../orders/order-not-found.error';
 import { ReceiptClient } from './receipt-client';
 
 /**
- * Sends the customer a receipt once an order is paid, through the external receipt service. The call carries
+ * Sends the customer a receipt once an order is shipped, through the external receipt service. The call carries
  * the idempotency key `receipt:<orderId>`: if the handler fails after the service answered (say the commit
  * fails), the redelivered message calls again and the service answers with the receipt it already sent.
  * A transient failure of the service (ReceiptServiceUnavailableError) is thrown on, to be retried.
@@ -29,7 +29,7 @@ export class ReceiptConsumer {
     prefetch: 10,
     rateLimit: RECEIPTS_PER_SECOND > 0 ? { limit: RECEIPTS_PER_SECOND, periodMs: 1000 } : undefined,
   })
-  async onOrderPaid(event: OrderPaid, ctx: MessageContext): Promise<void> {
+  async onOrderShipped(event: OrderShipped, ctx: MessageContext): Promise<void> {
     const transaction = handlerTransaction(ctx);
     const [order] = await transaction.query<Array<{ customer_id: string; receipt_id: string | null }>>(
       'SELECT customer_id, receipt_id FROM orders WHERE id = $1',

@@ -6,7 +6,7 @@ import { ReceiptClient } from './receipt-client';
 import { ReceiptConsumer } from './receipt.consumer';
 
 /**
- * Receipts: OrderPaid in, a call to the receipt service out. The service is the HTTP one at `RECEIPT_URL` when
+ * Receipts: OrderShipped in, a call to the receipt service out. The service is the HTTP one at `RECEIPT_URL` when
  * set, else the in-process fake.
  */
 @Module({

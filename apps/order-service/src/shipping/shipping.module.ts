@@ -1,11 +1,6 @@
 import { Module } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
-import { Order } from '../orders/order.entity';
 import { ShippingConsumer } from './shipping.consumer';
 
-/** Shipping: ships orders once OrderPaid says they may be paid. */
-@Module({
-  imports: [TypeOrmModule.forFeature([Order])],
-  providers: [ShippingConsumer],
-})
+/** Shipping: ships orders once OrderPaid says they are paid, and answers OrderShipped or ShipmentFailed. */
+@Module({ providers: [ShippingConsumer] })
 export class ShippingModule {}

@@ -14,8 +14,11 @@ export type AckFault = number | 'hold' | undefined;
  * this reaches the delivery path unless a test asks for it.
  */
 export interface FaultPoints {
-  /** A delivery's handler has committed and its ack is about to be sent: say what happens to the ack. */
-  beforeAck?: (messageId: string | undefined) => AckFault;
+  /**
+   * A delivery's handler has committed and its ack is about to be sent: say what happens to the ack. `type` is the
+   * message's type, for a point that aims at one step of a flow.
+   */
+  beforeAck?: (messageId: string | undefined, type: string | undefined) => AckFault;
   /**
    * The relay holds the broker's confirms (or refusals) for a batch and is about to mark its rows. The relay waits
    * for the promise returned: one that never settles stops it here, with the rows still pending.
@@ -41,7 +44,7 @@ export function installFaultPoints(points: FaultPoints): () => void {
   if (beforeAck) {
     InboundDelivery.prototype.ack = function (this: InboundDelivery): boolean {
       if (this.isSettled) return false;
-      const fault = beforeAck(this.envelope?.messageId);
+      const fault = beforeAck(this.envelope?.messageId, this.envelope?.type);
       if (fault === 'hold') return false;
       if (!fault) return ack.call(this);
       setTimeout(() => ack.call(this), fault);
