@@ -1,14 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { IsString } from 'class-validator';
-import {
-  ConfigurationError,
-  MessageType,
-  Saga,
-  SagaInstances,
-  SagaStep,
-  type SagaContext,
-} from 'nestjs-reliable-messaging';
+import { MessageType, Saga, SagaInstances, SagaStep, type SagaContext } from 'nestjs-reliable-messaging';
 import { MessagingHarness, ReliableMessagingTestingModule } from 'nestjs-reliable-messaging/testing';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 
@@ -74,19 +67,5 @@ describe('sagas under the testing module: the in-memory broker with the app’s 
       version: 2,
       state: { booked: true },
     });
-  });
-
-  it('refuses a saga at startup without a database, saying what to configure', async () => {
-    const failing = Test.createTestingModule({
-      imports: [ReliableMessagingTestingModule.forRoot()],
-      providers: [Parcel],
-    })
-      .compile()
-      .then((ref) => ref.init());
-
-    await expect(failing).rejects.toThrow(ConfigurationError);
-    await expect(failing).rejects.toThrow(
-      "@SagaStep on Parcel.onBooked: sagas keep their instances in the module's database; configure the dataSource option",
-    );
   });
 });
