@@ -70,7 +70,7 @@ export class MessagePublisher {
     }
     const type = describeType(messages[0] ?? {});
     const delivery = scheduledDelivery(type, options);
-    if (delivery && !this.outbox.enabled) {
+    if (delivery && !this.scheduled.enabled) {
       throw new ConfigurationError(
         `publish() of '${type}' with deliverAt or delayMs: scheduled messages wait in the ` +
           "outbox's database, so they need the module's dataSource option (see docs/scheduling.md)",
