@@ -31,10 +31,15 @@ export class MemorySagaStore implements SagaStore {
   private readonly instances = new Map<string, MemoryInstance>();
   private lastId = 0;
 
+  /**
+   * Reads the instance. `lock` is ignored: in the database it keeps a re-run from losing its race again under heavy
+   * contention; here the write's version check alone decides, which a test's few concurrent steps never starve on.
+   */
   load(
     _manager: EntityManager | undefined,
     saga: string,
     correlationKey: string,
+    _lock = false,
   ): Promise<StoredInstance | undefined> {
     const found = this.instances.get(keyOf(saga, correlationKey));
     return Promise.resolve(found && stored(found));
