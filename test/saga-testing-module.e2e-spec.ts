@@ -15,6 +15,11 @@ class ParcelDelivered {
   @IsString() parcelId!: string;
 }
 
+@MessageType({ type: 'parcel.reminder-due', idempotencyKey: (m: ReminderDue) => `reminder:${m.parcelId}` })
+class ReminderDue {
+  @IsString() parcelId!: string;
+}
+
 const booked = (parcelId: string) => Object.assign(new ParcelBooked(), { parcelId });
 const delivered = (parcelId: string) => Object.assign(new ParcelDelivered(), { parcelId });
 
@@ -31,6 +36,22 @@ class Parcel {
   }
 }
 
+/** Asks for a reminder an hour after booking: with the app's database, a row in rm_scheduled. */
+@Saga({ name: 'parcel-reminder' })
+class ParcelReminder {
+  @SagaStep(ParcelBooked, { correlate: (m) => m.parcelId, onMissing: 'start' })
+  async onBooked(event: ParcelBooked, saga: SagaContext): Promise<void> {
+    await saga.requestTimeout(Object.assign(new ReminderDue(), { parcelId: event.parcelId }), {
+      delayMs: 3_600_000,
+    });
+  }
+
+  @SagaStep(ReminderDue, { correlate: (m) => m.parcelId })
+  onDue(_event: ReminderDue, saga: SagaContext): void {
+    saga.complete();
+  }
+}
+
 describe('sagas under the testing module: the in-memory broker with the app’s database', () => {
   let db: MessagingDatabase;
   let moduleRef: TestingModule;
@@ -41,7 +62,7 @@ describe('sagas under the testing module: the in-memory broker with the app’s 
     db = await createMessagingDatabase();
     moduleRef = await Test.createTestingModule({
       imports: [ReliableMessagingTestingModule.forRoot({ dataSource: db.dataSource })],
-      providers: [Parcel],
+      providers: [Parcel, ParcelReminder],
     }).compile();
     await moduleRef.init();
     harness = moduleRef.get(MessagingHarness);
@@ -67,5 +88,17 @@ describe('sagas under the testing module: the in-memory broker with the app’s 
       version: 2,
       state: { booked: true },
     });
+  });
+
+  it("keeps a timeout in the app's rm_scheduled, not on the harness clock", async () => {
+    expect(await harness.deliver('parcel-reminder.parcel.booked', booked('p-2'))).toEqual({ kind: 'acked' });
+
+    const [timeout] = (await instances.find('parcel-reminder', 'p-2'))?.pendingTimeouts ?? [];
+    const rows = await db.dataSource.query<Array<{ message_id: string }>>(
+      `SELECT message_id FROM rm_scheduled`,
+    );
+    expect(rows.map((row) => row.message_id)).toEqual([timeout?.messageId]);
+    await harness.clock.advance(2 * 3_600_000);
+    expect(await instances.find('parcel-reminder', 'p-2')).toMatchObject({ status: 'active' });
   });
 });
