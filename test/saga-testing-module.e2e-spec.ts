@@ -1,14 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { IsString } from 'class-validator';
-import {
-  ConfigurationError,
-  MessageType,
-  Saga,
-  SagaInstances,
-  SagaStep,
-  type SagaContext,
-} from 'nestjs-reliable-messaging';
+import { MessageType, Saga, SagaInstances, SagaStep, type SagaContext } from 'nestjs-reliable-messaging';
 import { MessagingHarness, ReliableMessagingTestingModule } from 'nestjs-reliable-messaging/testing';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 
@@ -19,6 +12,11 @@ class ParcelBooked {
 
 @MessageType({ type: 'parcel.delivered', idempotencyKey: (m: ParcelDelivered) => `delivered:${m.parcelId}` })
 class ParcelDelivered {
+  @IsString() parcelId!: string;
+}
+
+@MessageType({ type: 'parcel.reminder-due', idempotencyKey: (m: ReminderDue) => `reminder:${m.parcelId}` })
+class ReminderDue {
   @IsString() parcelId!: string;
 }
 
@@ -38,6 +36,22 @@ class Parcel {
   }
 }
 
+/** Asks for a reminder an hour after booking: with the app's database, a row in rm_scheduled. */
+@Saga({ name: 'parcel-reminder' })
+class ParcelReminder {
+  @SagaStep(ParcelBooked, { correlate: (m) => m.parcelId, onMissing: 'start' })
+  async onBooked(event: ParcelBooked, saga: SagaContext): Promise<void> {
+    await saga.requestTimeout(Object.assign(new ReminderDue(), { parcelId: event.parcelId }), {
+      delayMs: 3_600_000,
+    });
+  }
+
+  @SagaStep(ReminderDue, { correlate: (m) => m.parcelId })
+  onDue(_event: ReminderDue, saga: SagaContext): void {
+    saga.complete();
+  }
+}
+
 describe('sagas under the testing module: the in-memory broker with the app’s database', () => {
   let db: MessagingDatabase;
   let moduleRef: TestingModule;
@@ -48,7 +62,7 @@ describe('sagas under the testing module: the in-memory broker with the app’s 
     db = await createMessagingDatabase();
     moduleRef = await Test.createTestingModule({
       imports: [ReliableMessagingTestingModule.forRoot({ dataSource: db.dataSource })],
-      providers: [Parcel],
+      providers: [Parcel, ParcelReminder],
     }).compile();
     await moduleRef.init();
     harness = moduleRef.get(MessagingHarness);
@@ -76,17 +90,15 @@ describe('sagas under the testing module: the in-memory broker with the app’s 
     });
   });
 
-  it('refuses a saga at startup without a database, saying what to configure', async () => {
-    const failing = Test.createTestingModule({
-      imports: [ReliableMessagingTestingModule.forRoot()],
-      providers: [Parcel],
-    })
-      .compile()
-      .then((ref) => ref.init());
+  it("keeps a timeout in the app's rm_scheduled, not on the harness clock", async () => {
+    expect(await harness.deliver('parcel-reminder.parcel.booked', booked('p-2'))).toEqual({ kind: 'acked' });
 
-    await expect(failing).rejects.toThrow(ConfigurationError);
-    await expect(failing).rejects.toThrow(
-      "@SagaStep on Parcel.onBooked: sagas keep their instances in the module's database; configure the dataSource option",
+    const [timeout] = (await instances.find('parcel-reminder', 'p-2'))?.pendingTimeouts ?? [];
+    const rows = await db.dataSource.query<Array<{ message_id: string }>>(
+      `SELECT message_id FROM rm_scheduled`,
     );
+    expect(rows.map((row) => row.message_id)).toEqual([timeout?.messageId]);
+    await harness.clock.advance(2 * 3_600_000);
+    expect(await instances.find('parcel-reminder', 'p-2')).toMatchObject({ status: 'active' });
   });
 });

@@ -57,6 +57,7 @@ import { DeadLetterClaimCheck } from './claim-check/dead-letter-claim-check.serv
 import { ClaimCheckPruner } from './claim-check/claim-check-pruner.service';
 import { PostgresClaimCheckStore } from './claim-check/postgres-claim-check.store';
 import { SagaInstances } from './saga/saga-instances.service';
+import { MemorySagaStore } from './saga/memory-saga-store';
 import { ScheduledCommitSignal } from './scheduling/scheduled-commit-signal.service';
 import { ScheduledMessages } from './scheduling/scheduled-messages.service';
 import { ScheduledPromoter } from './scheduling/scheduled-promoter.service';
@@ -130,6 +131,7 @@ import { ScheduledWriter } from './scheduling/scheduled-writer.service';
     InboxStats,
     InboxPruner,
     MemoryInbox,
+    MemorySagaStore,
     ShutdownSignal,
     OrderingTopology,
     LaneTopology,

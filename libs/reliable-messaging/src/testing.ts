@@ -20,8 +20,8 @@ export {
   type ReliableMessagingTestingAsyncOptions,
 } from './testing/reliable-messaging-testing.module';
 
-/** Publishes, delivers raw input, reads outcomes and moves the broker's clock. */
-export { MessagingHarness } from './testing/messaging-harness';
+/** Publishes, delivers raw input, reads outcomes and saga instances, and moves the test's clock. */
+export { MessagingHarness, type HarnessClock } from './testing/messaging-harness';
 
 /** What the harness records, and how a delivery ended. */
 export type {

@@ -58,7 +58,7 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
   const name = `${instance.constructor.name}.${methodName}`;
   // A saga step is planned as the consumer its @SagaStep() stands for, with the saga's own plan beside.
   const step = discovered.saga
-    ? planSagaStep(discovered.saga, name, module.dataSource !== undefined)
+    ? planSagaStep(discovered.saga, name, module.dataSource !== undefined || module.inbox.store === 'memory')
     : undefined;
   const options = step ? step.consume : discovered.options;
   const where = `${discovered.decorator} on ${name}`;

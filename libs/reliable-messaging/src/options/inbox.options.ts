@@ -19,8 +19,9 @@ export interface InboxOptions {
   /**
    * Where handled messages are remembered: `'database'`, the inbox table in `dataSource`, in the handler's
    * transaction; or `'memory'`, this process's memory, for tests without a database (ReliableMessagingTestingModule
-   * sets it when it has no `dataSource`). `'memory'` turns `dedup` on by default, as a `dataSource` does; it
-   * cannot be combined with one. Default: `'database'`.
+   * sets it when it has no `dataSource`). `'memory'` turns `dedup` on by default, as a `dataSource` does, and keeps
+   * saga instances in memory too (a step's instance lives where its inbox row does); it cannot be combined with a
+   * `dataSource`. Default: `'database'`.
    */
   store?: 'database' | 'memory';
 }

@@ -1,4 +1,5 @@
 import type { SagaTimeoutServices } from '../saga/saga-timeout-services';
+import type { SagaStore } from '../saga/saga-store';
 import type { ClaimCheckReader } from '../claim-check/claim-check-reader.service';
 import type { ConsumerPlan } from '../consuming/consumer-plan';
 import type { DatabaseAvailability } from '../database/database-availability.service';
@@ -40,6 +41,8 @@ export interface StageDependencies {
    * resolved at a step's first timeout, not when the pipeline is built.
    */
   sagas: () => SagaTimeoutServices;
+  /** Where saga steps keep their instances: `rm_saga`, or memory with `inbox.store: 'memory'`. */
+  sagaStore: SagaStore;
 }
 
 /**

@@ -34,6 +34,8 @@ import { createNestHandler } from './nest-handler';
 import { compose, type MessageHandler, type MessageMiddleware } from './message-middleware';
 import type { PipelineStage, StageDependencies } from './pipeline-stage';
 import type { SagaTimeoutServices } from '../saga/saga-timeout-services';
+import { databaseSagaStore } from '../saga/saga-store';
+import { MemorySagaStore } from '../saga/memory-saga-store';
 import { settleStage } from './settle.middleware';
 
 /**
@@ -104,6 +106,7 @@ export class ReliabilityPipeline {
     stats: InboxStats,
     transactions: TransactionContext,
     memoryInbox: MemoryInbox,
+    memorySagas: MemorySagaStore,
     claimChecks: ClaimCheckReader,
     moduleRef: ModuleRef,
     private readonly contextStorage: MessageContextStorage,
@@ -129,6 +132,8 @@ export class ReliabilityPipeline {
       // they would close a cycle Nest refuses, so saga steps look them up when they first schedule a timeout.
       sagas: () =>
         (sagaServices ??= moduleRef.get<SagaTimeoutServices>(SAGA_TIMEOUT_SERVICES, { strict: false })),
+      // Saga instances live where the inbox does: the step's transaction is the inbox's.
+      sagaStore: options.inbox.store === 'memory' ? memorySagas : databaseSagaStore,
     };
   }
 

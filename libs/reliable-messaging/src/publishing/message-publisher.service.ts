@@ -43,7 +43,8 @@ export class MessagePublisher {
    * With `deliverAt` or `delayMs` (docs/scheduling.md) the message is written to the scheduled messages table in
    * that transaction instead, and sent when due; the receipt's `messageId` cancels it until then
    * (`ScheduledMessages.cancel()`). Throws a ConfigurationError when both are given or either is invalid, and
-   * without a `dataSource`, which scheduled messages need.
+   * without a `dataSource`, which scheduled messages need (but under the testing module, which holds them for
+   * the harness's clock).
    */
   async publish(message: object, options: PublishOptions = {}): Promise<PublishReceipt> {
     const [receipt] = await this.publishAll([message], options);
@@ -70,7 +71,7 @@ export class MessagePublisher {
     }
     const type = describeType(messages[0] ?? {});
     const delivery = scheduledDelivery(type, options);
-    if (delivery && !this.outbox.enabled) {
+    if (delivery && !this.scheduled.enabled) {
       throw new ConfigurationError(
         `publish() of '${type}' with deliverAt or delayMs: scheduled messages wait in the ` +
           "outbox's database, so they need the module's dataSource option (see docs/scheduling.md)",

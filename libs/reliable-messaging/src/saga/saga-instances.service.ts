@@ -1,39 +1,12 @@
-import type { SagaTimeout } from './saga-store';
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { ConfigurationError } from '../errors/configuration.error';
-import type { SagaOutcome, SagaStatus } from './saga-store';
+import type { SagaHistoryEntry, SagaInstanceView } from './saga-instance-view';
+import { MemorySagaStore } from './memory-saga-store';
 
-/** One message in an instance's history. */
-export interface SagaHistoryEntry {
-  /** The instance's version after the message (unchanged for an ignored one). */
-  readonly version: number;
-  readonly messageId: string;
-  readonly messageType: string;
-  /** The step that handled it, `Class.method`. */
-  readonly step: string;
-  readonly outcome: SagaOutcome;
-  readonly handledAt: Date;
-}
-
-/** A saga instance as `SagaInstances.find()` shows it. */
-export interface SagaInstanceView {
-  readonly sagaName: string;
-  readonly correlationKey: string;
-  readonly status: SagaStatus;
-  readonly state: Record<string, unknown>;
-  readonly version: number;
-  readonly createdAt: Date;
-  readonly updatedAt: Date;
-  /** When a step completed it; null while active. */
-  readonly completedAt: Date | null;
-  /** Its latest history entries, oldest first. */
-  readonly history: readonly SagaHistoryEntry[];
-  /** The timeouts it waits for (`SagaContext.requestTimeout()`): each scheduled message's id and due time. */
-  readonly pendingTimeouts: readonly SagaTimeout[];
-}
+export type { SagaHistoryEntry, SagaInstanceView } from './saga-instance-view';
 
 /** The most history entries `find()` returns. */
 const MAX_HISTORY = 1000;
@@ -41,10 +14,14 @@ const MAX_HISTORY = 1000;
 /**
  * Reads saga instances for inspection (an operator's console, a support endpoint, a test), and prunes completed
  * ones. Reads go to the module's DataSource outside any step's transaction: what they show is what has committed.
+ * With `inbox.store: 'memory'` (tests without a database) they read the instances kept in memory instead.
  */
 @Injectable()
 export class SagaInstances {
-  constructor(@Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions) {}
+  constructor(
+    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
+    private readonly memory: MemorySagaStore,
+  ) {}
 
   /**
    * The instance of `sagaName` with `correlationKey`, with its latest `historyLimit` history entries (default 100,
@@ -56,6 +33,7 @@ export class SagaInstances {
     { historyLimit = 100 }: { historyLimit?: number } = {},
   ): Promise<SagaInstanceView | undefined> {
     const limit = Math.min(Math.max(Math.trunc(historyLimit), 0), MAX_HISTORY);
+    if (this.inMemory) return this.memory.find(sagaName, correlationKey, limit);
     const rows = await this.dataSource().query<Array<Omit<SagaInstanceView, 'history'> & { id: string }>>(
       `SELECT "id"::text AS "id", "saga" AS "sagaName", "correlation_key" AS "correlationKey", "status", "state", ` +
         `"version", "created_at" AS "createdAt", "updated_at" AS "updatedAt", "completed_at" AS "completedAt", ` +
@@ -82,12 +60,17 @@ export class SagaInstances {
     if (!Number.isFinite(olderThanMs) || olderThanMs < 0 || !Number.isInteger(limit) || limit < 1) {
       throw new RangeError('pruneCompleted(olderThanMs, limit): olderThanMs ≥ 0 and an integer limit ≥ 1');
     }
+    if (this.inMemory) return this.memory.pruneCompleted(new Date(Date.now() - olderThanMs), limit);
     const [, count] = await this.dataSource().query<[unknown, number]>(
       `DELETE FROM "rm_saga" WHERE "id" = ANY(ARRAY(SELECT "id" FROM "rm_saga" WHERE "completed_at" < ` +
         `now() - $1 * interval '1 millisecond' LIMIT $2 FOR UPDATE SKIP LOCKED))`,
       [olderThanMs, limit],
     );
     return count;
+  }
+
+  private get inMemory(): boolean {
+    return this.options.inbox.store === 'memory';
   }
 
   private dataSource(): DataSource {

@@ -30,7 +30,7 @@ export interface DiscoveredSagaStep {
  * Resolves a `@SagaStep()` into the `@Consume()` options its consumer is planned with (its queue, its message
  * class, dedup on: the step's transaction is the inbox's) and its saga plan; fails startup with a
  * ConfigurationError that says how to fix the first wrong option. `name` is `Class.method`; `hasDatabase` says
- * whether the module has a `dataSource`, where instances live.
+ * whether the module has somewhere to keep instances: its `dataSource`, or memory (`inbox.store: 'memory'`).
  */
 export function planSagaStep(
   discovered: DiscoveredSagaStep,

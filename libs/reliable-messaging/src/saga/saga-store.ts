@@ -135,3 +135,42 @@ export async function recordIgnored(
     values: [instance.id, instance.version, message.messageId, message.messageType, message.step],
   });
 }
+
+/**
+ * Where the saga stage keeps instances: the database (`databaseSagaStore`, in the step's transaction, the inbox's)
+ * or this process's memory for tests without a database (MemorySagaStore, with `inbox.store: 'memory'`). Both
+ * keep one contract: `write()` starts an instance only if none has its key and continues one only if it still has
+ * the version the step read, else resolves false and writes nothing.
+ */
+export interface SagaStore {
+  /**
+   * False for a store without transactions (the memory store): a step that fails has its work undone by the saga
+   * stage itself (the timeouts it asked for are cancelled), as a rollback would in the database.
+   */
+  readonly transactional: boolean;
+  load(
+    manager: EntityManager | undefined,
+    saga: string,
+    correlationKey: string,
+    lock: boolean,
+  ): Promise<StoredInstance | undefined>;
+  write(manager: EntityManager | undefined, write: StepWrite): Promise<boolean>;
+  recordIgnored(
+    manager: EntityManager | undefined,
+    instance: StoredInstance,
+    message: { messageId: string; messageType: string; step: string },
+  ): Promise<void>;
+}
+
+/** The instances in `rm_saga`, written in the step's transaction (the inbox's, `delivery.manager`). */
+export const databaseSagaStore: SagaStore = {
+  transactional: true,
+  load: (manager, saga, key, lock) => loadInstance(inTransaction(manager), saga, key, lock),
+  write: (manager, write) => writeStep(inTransaction(manager), write),
+  recordIgnored: (manager, instance, message) => recordIgnored(inTransaction(manager), instance, message),
+};
+
+function inTransaction(manager: EntityManager | undefined): EntityManager {
+  if (!manager) throw new Error('the saga stage runs inside the inbox transaction, after decoding');
+  return manager;
+}

@@ -7,7 +7,7 @@ import type { StageDependencies } from '../pipeline/pipeline-stage';
 import { correlationKey } from './saga-correlation';
 import { serialiseState } from './saga-state';
 import { SagaStepContext, type SagaStepRun } from './saga-step-context';
-import { loadInstance, recordIgnored, writeStep, type SagaOutcome } from './saga-store';
+import type { SagaOutcome } from './saga-store';
 
 const logger = new Logger('ReliableMessaging');
 
@@ -22,20 +22,23 @@ const logger = new Logger('ReliableMessaging');
  * it still has the version the step read (a re-run reads it locked, see saga-conflict.middleware.ts). When
  * another step got there first nothing is written and the stage throws SagaConflictError, which rolls the
  * transaction back; the conflict stage outside runs the step again.
+ *
+ * The instances live where the inbox does (`deps.sagaStore`): in `rm_saga`, or in memory for tests without a
+ * database, where the rules above are the same and a failed run's timeouts are cancelled in place of a rollback.
  */
 export function sagaStage(
   consumer: Pick<ConsumerPlan, 'saga'>,
-  deps: Pick<StageDependencies, 'sagas'>,
+  deps: Pick<StageDependencies, 'sagas' | 'sagaStore'>,
 ): MessageMiddleware | undefined {
   const step = consumer.saga;
   if (!step) return undefined;
+  const store = deps.sagaStore;
   return (next) => async (delivery) => {
     const manager = delivery.manager;
     const envelope = delivery.envelope;
-    if (!manager || !envelope)
-      throw new Error('the saga stage runs inside the inbox transaction, after decoding');
+    if (!envelope) throw new Error('the saga stage runs after decoding');
     const key = correlationKey(step.correlate, delivery.payload as object, step.step);
-    const found = await loadInstance(manager, step.saga, key, delivery.reruns > 0);
+    const found = await store.load(manager, step.saga, key, delivery.reruns > 0);
     const message = { messageId: envelope.messageId, messageType: envelope.type, step: step.step };
     const where = `${step.step}: message ${envelope.messageId} for saga '${step.saga}' instance '${key}'`;
     if (!found && step.onMissing !== 'start') {
@@ -51,7 +54,7 @@ export function sagaStage(
     if (found?.status === 'completed') {
       if (step.onCompleted === 'ignore') {
         logger.debug(`${where}: the instance has completed; ignored (onCompleted: 'ignore')`);
-        await recordIgnored(manager, found, message);
+        await store.recordIgnored(manager, found, message);
         return;
       }
       throw new SagaRefusedError(
@@ -59,6 +62,7 @@ export function sagaStage(
         `${where}: the instance has completed (onCompleted: 'dead-letter')`,
       );
     }
+    const requested: string[] = [];
     const run: SagaStepRun = {
       sagaName: step.saga,
       correlationKey: key,
@@ -69,32 +73,40 @@ export function sagaStage(
       timeouts: (found?.timeouts ?? []).filter((timeout) => timeout.messageId !== envelope.messageId),
       requestTimeout: async (timeout, when) => {
         const { messageId } = await deps.sagas().publisher.publish(timeout, { ...when, manager });
+        requested.push(messageId);
         const dueAt = 'deliverAt' in when ? when.deliverAt : new Date(Date.now() + when.delayMs);
         run.timeouts.push({ messageId, dueAt: dueAt.toISOString() });
         return messageId;
       },
     };
     delivery.contextFactory = (...args) => new SagaStepContext(run, ...args);
-    await next(delivery);
-    if (run.completing) {
-      // Cancelled in the step's transaction: a timeout already due has entered the outbox and arrives anyway, to
-      // meet the step's onCompleted policy.
-      for (const { messageId } of run.timeouts)
-        await deps.sagas().scheduled.cancel({ messageId }, { manager });
-      run.timeouts = [];
+    try {
+      await next(delivery);
+      // Completing cancels the timeouts still waited for, once the write has won: in the step's transaction with
+      // the database, so a timeout already due has entered the outbox and arrives anyway, to meet the step's
+      // onCompleted policy.
+      const cancelling = run.completing ? run.timeouts : [];
+      if (run.completing) run.timeouts = [];
+      const outcome: SagaOutcome = run.completing ? 'completed' : found ? 'continued' : 'started';
+      const written = await store.write(manager, {
+        ...message,
+        saga: step.saga,
+        correlationKey: key,
+        expectedVersion: run.version,
+        id: found?.id,
+        state: serialiseState(run.state, step.maxStateBytes, step.step),
+        timeouts: run.timeouts,
+        status: run.completing ? 'completed' : 'active',
+        outcome,
+      });
+      if (!written) throw new SagaConflictError(step.saga, key, run.version);
+      for (const { messageId } of cancelling) await deps.sagas().scheduled.cancel({ messageId }, { manager });
+    } catch (error) {
+      // Without a transaction to roll back, the timeouts the failed run asked for are cancelled here.
+      if (!store.transactional) {
+        for (const messageId of requested) await deps.sagas().scheduled.cancel({ messageId }, { manager });
+      }
+      throw error;
     }
-    const outcome: SagaOutcome = run.completing ? 'completed' : found ? 'continued' : 'started';
-    const written = await writeStep(manager, {
-      ...message,
-      saga: step.saga,
-      correlationKey: key,
-      expectedVersion: run.version,
-      id: found?.id,
-      state: serialiseState(run.state, step.maxStateBytes, step.step),
-      timeouts: run.timeouts,
-      status: run.completing ? 'completed' : 'active',
-      outcome,
-    });
-    if (!written) throw new SagaConflictError(step.saga, key, run.version);
   };
 }

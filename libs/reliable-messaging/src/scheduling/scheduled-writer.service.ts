@@ -27,6 +27,11 @@ export class ScheduledWriter {
     private readonly claimChecks: ClaimCheckWriter,
   ) {}
 
+  /** Whether scheduled messages can be written: with the module's `dataSource`. */
+  get enabled(): boolean {
+    return this.options.dataSource !== undefined;
+  }
+
   /**
    * Writes `messages`, due at `delivery`, in `manager`'s transaction or the current one, with one statement, in
    * their order (the relay sends those without an ordering key in it too: see groupOf). A claim-checked message

@@ -24,6 +24,10 @@ import {
 } from './harness-records';
 import { InMemoryBroker, type BrokerEvent, type StoredMessage } from './in-memory-broker/in-memory-broker';
 import { IN_MEMORY_CONNECTIONS, type InMemoryConnections } from './in-memory-connections';
+import { MemoryScheduledMessages } from './memory-scheduled-messages';
+import { ConfirmPublisher } from '../amqp/confirm-publisher';
+import { MemorySagaStore } from '../saga/memory-saga-store';
+import { SagaInstances } from '../saga/saga-instances.service';
 
 /** How long `deliver()`, `waitFor()` and `advance()` wait by default before failing. */
 const DEFAULT_WAIT_MS = 5_000;
@@ -35,6 +39,21 @@ interface Pending {
   /** What the module published for it before settling: its retry, return or dead letter. */
   republished?: Extract<BrokerEvent, { kind: 'published' }>;
   duplicate?: DuplicateDelivery;
+}
+
+/** The harness's clock: the broker's (retries in the delay levels) and the scheduled messages' (saga timeouts). */
+export interface HarnessClock {
+  /** The test's time: the app's clock plus everything advanced so far. */
+  now(): Date;
+  /**
+   * Moves time on by `ms`. Every scheduled message (a saga's timeout, a `publish()` with `delayMs` or `deliverAt`)
+   * due by then is sent as its time comes, the first due first, and every retry comes back as its delay passes;
+   * each is handled (and settled) before the clock moves past the next, so a message scheduled by a handler on
+   * the way, and due in the window, goes too. Resolves once every delivery it set off has been settled.
+   */
+  advance(ms: number, options?: { timeoutMs?: number }): Promise<void>;
+  /** As `advance()`, to the moment `at`; a moment already passed moves nothing, and sends what is due. */
+  advanceTo(at: Date, options?: { timeoutMs?: number }): Promise<void>;
 }
 
 interface Waiter {
@@ -76,7 +95,38 @@ export class MessagingHarness implements OnModuleInit, OnModuleDestroy {
     private readonly publisher: MessagePublisher,
     private readonly inboxStats: InboxStats,
     private readonly moduleRef: ModuleRef,
+    private readonly scheduled: MemoryScheduledMessages,
   ) {}
+
+  /**
+   * Moves the test's time: the broker's clock and the clock the scheduled messages wait for, together. With a
+   * `dataSource` scheduled messages wait in its table instead, on the database's clock, and only the broker's moves.
+   */
+  readonly clock: HarnessClock = {
+    now: () => new Date(this.scheduled.now()),
+    advance: (ms, options) => {
+      if (!Number.isFinite(ms) || ms < 0) {
+        return Promise.reject(
+          new RangeError(`advance(ms): a finite number of milliseconds, 0 or more, got ${ms}`),
+        );
+      }
+      return this.moveClock(this.scheduled.aheadMs + ms, options);
+    },
+    advanceTo: (at, options) => {
+      if (!(at instanceof Date) || Number.isNaN(at.getTime())) {
+        return Promise.reject(new RangeError('advanceTo(at): a valid Date'));
+      }
+      return this.moveClock(Math.max(this.scheduled.aheadMs, at.getTime() - Date.now()), options);
+    },
+  };
+
+  /**
+   * The saga instances (`SagaInstances`): `harness.sagas.find(sagaName, correlationKey)` shows one instance's
+   * state, status, version, history and pending timeouts, read from memory without a `dataSource`.
+   */
+  get sagas(): SagaInstances {
+    return this.moduleRef.get(SagaInstances, { strict: false });
+  }
 
   onModuleInit(): void {
     this.stops.push(
@@ -149,13 +199,13 @@ export class MessagingHarness implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Moves the broker's clock on by `ms`: retries waiting in the delay levels come back, each as soon as its
-   * delay has passed. Resolves once every delivery it set off has been settled (the module's own timers, such
-   * as deadlines and rate limits, run on the real clock).
+   * Moves time on by `ms`, as `clock.advance(ms)`: retries waiting in the delay levels come back, each as soon as
+   * its delay has passed, and scheduled messages (saga timeouts) due by then are sent. Resolves once every
+   * delivery it set off has been settled (the module's own timers, such as deadlines and rate limits, run on the
+   * real clock).
    */
-  async advance(ms: number, { timeoutMs = DEFAULT_WAIT_MS }: { timeoutMs?: number } = {}): Promise<void> {
-    this.broker.advance(ms);
-    await this.settled({ timeoutMs });
+  advance(ms: number, options: { timeoutMs?: number } = {}): Promise<void> {
+    return this.clock.advance(ms, options);
   }
 
   /** Resolves once no delivery is in a consumer's hands, after the deliveries just made have started. */
@@ -214,11 +264,41 @@ export class MessagingHarness implements OnModuleInit, OnModuleDestroy {
     for (const connection of this.connections.open()) connection.drop();
   }
 
-  /** Forgets the records, and every key the memory inbox remembers; queues keep their messages. */
+  /**
+   * Forgets the records, every key the memory inbox remembers, the saga instances kept in memory and the
+   * scheduled messages waiting for the clock; queues keep their messages.
+   */
   reset(): void {
     for (const list of Object.values(this.records)) list.length = 0;
     this.injected.clear();
     this.moduleRef.get(MemoryInbox, { strict: false }).clear();
+    this.moduleRef.get(MemorySagaStore, { strict: false }).clear();
+    this.scheduled.clear();
+  }
+
+  /**
+   * Moves the clock until it is `aheadMs` ahead of the app's: to each scheduled message due by then in turn,
+   * sending it and waiting for what it set off, then to the end.
+   */
+  private async moveClock(aheadMs: number, { timeoutMs = DEFAULT_WAIT_MS }: { timeoutMs?: number } = {}) {
+    for (;;) {
+      const due = this.scheduled.takeDue(Date.now() + aheadMs);
+      if (!due) break;
+      this.moveBy(due.dueAt - Date.now() - this.scheduled.aheadMs);
+      const claimChecks = this.moduleRef.get(ClaimCheckWriter, { strict: false });
+      await claimChecks.write([due.message]);
+      await this.moduleRef.get(ConfirmPublisher, { strict: false }).publish(due.message);
+      await this.settled({ timeoutMs });
+    }
+    this.moveBy(aheadMs - this.scheduled.aheadMs);
+    await this.settled({ timeoutMs });
+  }
+
+  /** Moves the broker's clock and the scheduled messages' by `ms`, when positive. */
+  private moveBy(ms: number): void {
+    if (ms <= 0) return;
+    this.scheduled.aheadMs += ms;
+    this.broker.advance(ms);
   }
 
   private async toWire(
