@@ -221,8 +221,12 @@ export class ScheduledStore {
     if (filter.type !== undefined) where.push(`"properties"->>'type' = ${param(filter.type)}`);
     if (filter.dueBefore !== undefined) where.push(`"deliver_at" < ${param(filter.dueBefore)}`);
     if (filter.after !== undefined) {
+      // NOTE: deliver_at holds microseconds and a Date only milliseconds, so the row's own time is read back (once,
+      // an InitPlan); the given time stands in only when that row has gone (cancelled, or promoted) meanwhile.
+      const id = param(filter.after.id);
       where.push(
-        `("deliver_at", "id") > (${param(filter.after.deliverAt)}::timestamptz, ${param(filter.after.id)}::bigint)`,
+        `("deliver_at", "id") > (COALESCE((SELECT a."deliver_at" FROM "rm_scheduled" a WHERE a."id" = ${id}::bigint), ` +
+          `${param(filter.after.deliverAt)}::timestamptz), ${id}::bigint)`,
       );
     }
     const rows = await this.dataSource().query<
