@@ -17,6 +17,7 @@ import {
 import { ConsumerRegistry, delayLevelNames, deliverExchangeName } from 'nestjs-reliable-messaging/operations';
 import { DeadLetterAdminModule } from 'nestjs-reliable-messaging-admin';
 import { runDeadLetterCli } from 'nestjs-reliable-messaging-admin/cli';
+import { csrfOf, FormBrowser } from './support/form-browser';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
@@ -97,66 +98,6 @@ class Capture extends Writable {
     this.text += chunk.toString();
     done();
   }
-}
-
-interface Page {
-  status: number;
-  location: string | null;
-  html: string;
-}
-
-/** A browser without script: follows nothing, keeps cookies, submits forms. */
-class FormBrowser {
-  private readonly cookies = new Map<string, string>();
-
-  constructor(private readonly origin: string) {}
-
-  get(path: string): Promise<Page> {
-    return this.request(path, { method: 'GET' });
-  }
-
-  post(path: string, fields: Array<[string, string]>): Promise<Page> {
-    return this.request(path, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams(fields).toString(),
-    });
-  }
-
-  async signIn(consolePath: string, token: string): Promise<void> {
-    const form = await this.get(`${consolePath}/sign-in`);
-    const signedIn = await this.post(`${consolePath}/sign-in`, [
-      ['_csrf', csrfOf(form)],
-      ['token', token],
-    ]);
-    expect(signedIn.status).toBe(303);
-  }
-
-  private async request(path: string, init: RequestInit): Promise<Page> {
-    const cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
-    const response = await fetch(new URL(path, this.origin), {
-      ...init,
-      redirect: 'manual',
-      headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) },
-    });
-    for (const line of response.headers.getSetCookie()) {
-      const [pair] = line.split(';');
-      const at = pair.indexOf('=');
-      this.cookies.set(pair.slice(0, at).trim(), pair.slice(at + 1).trim());
-    }
-    return {
-      status: response.status,
-      location: response.headers.get('location'),
-      html: await response.text(),
-    };
-  }
-}
-
-function csrfOf(page: Page): string {
-  const token = /name="_csrf" value="([^"]+)"/.exec(page.html)?.[1];
-  if (!token)
-    throw new Error(`no CSRF field on the page (status ${page.status}): ${page.html.slice(0, 300)}`);
-  return token;
 }
 
 interface AuditRow {
@@ -384,7 +325,7 @@ describe('scheduled messages and saga instances in the operator tools: the comma
 
     it('the console shows them escaped, a viewer without the cancel, and an operator cancels one in two steps', async () => {
       const viewer = new FormBrowser(origin);
-      await viewer.signIn(CONSOLE, VIEWER_TOKEN);
+      expect((await viewer.signIn(CONSOLE, VIEWER_TOKEN)).status).toBe(303);
       const overview = await viewer.get(CONSOLE);
       expect(overview.html).toContain(`href="${CONSOLE}/scheduled"`);
       expect(overview.html).toContain(`href="${CONSOLE}/sagas"`);
@@ -398,7 +339,7 @@ describe('scheduled messages and saga instances in the operator tools: the comma
       );
 
       const operator = new FormBrowser(origin);
-      await operator.signIn(CONSOLE, OPS_TOKEN);
+      expect((await operator.signIn(CONSOLE, OPS_TOKEN)).status).toBe(303);
       const preview = await operator.get(`${CONSOLE}/scheduled/cancel?messageId=${reminders['soon-1']}`);
       expect(preview.status).toBe(200);
       expect(preview.html).toContain(reminders['soon-1']);
@@ -544,7 +485,7 @@ describe('scheduled messages and saga instances in the operator tools: the comma
 
     it('the console lists the instances and shows one with its state escaped and cut, history newest first', async () => {
       const viewer = new FormBrowser(origin);
-      await viewer.signIn(CONSOLE, VIEWER_TOKEN);
+      expect((await viewer.signIn(CONSOLE, VIEWER_TOKEN)).status).toBe(303);
       const listed = await viewer.get(`${CONSOLE}/sagas?saga=${encodeURIComponent(SAGA)}`);
       expect(listed.status).toBe(200);
       expect(listed.html).toContain(`href="${CONSOLE}/sagas/${encodeURIComponent(SAGA)}/instances/o-2"`);
