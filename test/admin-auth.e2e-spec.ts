@@ -6,6 +6,7 @@ import { NestFactory } from '@nestjs/core';
 import { IsString } from 'class-validator';
 import { Consume, MessagePublisher, MessageType, ReliableMessagingModule } from 'nestjs-reliable-messaging';
 import { DeadLetterAdminModule, type DeadLetterAdminOptions } from 'nestjs-reliable-messaging-admin';
+import { csrfOf, FormBrowser } from './support/form-browser';
 import { createMessagingDatabase, type MessagingDatabase } from './support/messaging-database';
 import { uniqueQueue } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
@@ -30,74 +31,6 @@ class InvoiceHandler {
   async onInvoice(event: InvoiceRequested): Promise<void> {
     throw new Error(`the ledger refused invoice ${event.invoiceId}`);
   }
-}
-
-interface Page {
-  status: number;
-  location: string | null;
-  retryAfter: string | null;
-  html: string;
-}
-
-/** A browser without script: follows nothing, keeps cookies, submits forms. */
-class FormBrowser {
-  constructor(
-    private readonly origin: string,
-    readonly cookies = new Map<string, string>(),
-  ) {}
-
-  /** The same cookies, sent to another replica. */
-  at(origin: string): FormBrowser {
-    return new FormBrowser(origin, new Map(this.cookies));
-  }
-
-  get(path: string): Promise<Page> {
-    return this.request(path, { method: 'GET' });
-  }
-
-  post(path: string, fields: Array<[string, string]>): Promise<Page> {
-    return this.request(path, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams(fields).toString(),
-    });
-  }
-
-  /** Signs in with `token` through the sign-in form. */
-  async signIn(token: string): Promise<Page> {
-    const form = await this.get(`${CONSOLE}/sign-in`);
-    return this.post(`${CONSOLE}/sign-in`, [
-      ['_csrf', csrfOf(form)],
-      ['token', token],
-    ]);
-  }
-
-  private async request(path: string, init: RequestInit): Promise<Page> {
-    const cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
-    const response = await fetch(new URL(path, this.origin), {
-      ...init,
-      redirect: 'manual',
-      headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) },
-    });
-    for (const line of response.headers.getSetCookie()) {
-      const [pair] = line.split(';');
-      const at = pair.indexOf('=');
-      this.cookies.set(pair.slice(0, at).trim(), pair.slice(at + 1).trim());
-    }
-    return {
-      status: response.status,
-      location: response.headers.get('location'),
-      retryAfter: response.headers.get('retry-after'),
-      html: await response.text(),
-    };
-  }
-}
-
-function csrfOf(page: Page): string {
-  const token = /name="_csrf" value="([^"]+)"/.exec(page.html)?.[1];
-  if (!token)
-    throw new Error(`no CSRF field on the page (status ${page.status}): ${page.html.slice(0, 300)}`);
-  return token;
 }
 
 interface AuditRow {
@@ -256,7 +189,7 @@ describe('admin authentication: roles, refused tokens, revocable sessions shared
 
   it('signs a viewer in to the console: it reads a message (audited) without action links, and gets 403 on the pages and forms that act', async () => {
     const viewer = new FormBrowser(originA);
-    expect((await viewer.signIn(VIEWER_TOKEN)).status).toBe(303);
+    expect((await viewer.signIn(CONSOLE, VIEWER_TOKEN)).status).toBe(303);
     const page = await viewer.get(
       `${CONSOLE}/messages/${encodeURIComponent(QUEUE)}/${encodeURIComponent(messageId)}`,
     );
@@ -281,7 +214,7 @@ describe('admin authentication: roles, refused tokens, revocable sessions shared
 
   it('accepts a session on a replica with the same consoleSessionSecret, and sends it to sign in on one with another', async () => {
     const browser = new FormBrowser(originA);
-    expect((await browser.signIn(OPERATOR_TOKEN)).status).toBe(303);
+    expect((await browser.signIn(CONSOLE, OPERATOR_TOKEN)).status).toBe(303);
 
     const onB = await browser.at(originB).get(CONSOLE);
     expect(onB.status).toBe(200);
@@ -293,7 +226,7 @@ describe('admin authentication: roles, refused tokens, revocable sessions shared
 
   it('refuses the cookie of a signed-out session afterwards, on this replica and on the others', async () => {
     const browser = new FormBrowser(originA);
-    expect((await browser.signIn(OPERATOR_TOKEN)).status).toBe(303);
+    expect((await browser.signIn(CONSOLE, OPERATOR_TOKEN)).status).toBe(303);
     const kept = browser.at(originA);
     const overview = await browser.get(CONSOLE);
     expect(overview.status).toBe(200);
@@ -332,9 +265,9 @@ describe('admin authentication: roles, refused tokens, revocable sessions shared
   it('answers the sixth wrong console sign-in from one address with 429, and audits each as sign-in-failed', async () => {
     const browser = new FormBrowser(originB);
     for (let attempt = 1; attempt <= 5; attempt++) {
-      expect((await browser.signIn(`${VIEWER_TOKEN.slice(0, -1)}${attempt}`)).status).toBe(401);
+      expect((await browser.signIn(CONSOLE, `${VIEWER_TOKEN.slice(0, -1)}${attempt}`)).status).toBe(401);
     }
-    const held = await browser.signIn(VIEWER_TOKEN);
+    const held = await browser.signIn(CONSOLE, VIEWER_TOKEN);
     expect(held.status).toBe(429);
     expect(Number(held.retryAfter)).toBeGreaterThan(0);
     expect(await auditRows('sign-in-failed')).toHaveLength(5);

@@ -3,6 +3,7 @@ import type { ConfirmChannel } from 'amqplib';
 import { Pool } from 'pg';
 import { plantPoisonOrder, type PlantedPoison } from '../apps/order-service/src/demo/poison-order';
 import { ChildApp } from './support/child-app';
+import { csrfOf, FormBrowser, type ConsolePage } from './support/form-browser';
 import { OrderServiceApp } from './support/order-service-app';
 import { TestBroker } from './support/test-broker';
 import { createTestDatabase, type TestDatabase } from './support/test-database';
@@ -10,65 +11,8 @@ import { waitFor } from './support/wait-for';
 
 const ADMIN_TOKEN = '8a8ee721e9c36fc44c48a8fc39165ca5d53101a8';
 
-/** A page of the console as a browser gets it: status, where a redirect leads, and the HTML. */
-interface Page {
-  status: number;
-  location: string | null;
-  html: string;
-}
-
-/**
- * A browser without script: a cookie jar and form posts. It follows no redirect by itself, so each test sees
- * the console's 303s.
- */
-class FormBrowser {
-  private readonly cookies = new Map<string, string>();
-
-  constructor(private readonly origin: string) {}
-
-  get(path: string): Promise<Page> {
-    return this.request(path, { method: 'GET' });
-  }
-
-  /** POSTs `fields` as `application/x-www-form-urlencoded`, as a browser submits a form. */
-  post(path: string, fields: Array<[string, string]>): Promise<Page> {
-    return this.request(path, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams(fields).toString(),
-    });
-  }
-
-  private async request(path: string, init: RequestInit): Promise<Page> {
-    const cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
-    const response = await fetch(new URL(path, this.origin), {
-      ...init,
-      redirect: 'manual',
-      headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) },
-    });
-    for (const line of response.headers.getSetCookie()) {
-      const [pair] = line.split(';');
-      const at = pair.indexOf('=');
-      this.cookies.set(pair.slice(0, at).trim(), pair.slice(at + 1).trim());
-    }
-    return {
-      status: response.status,
-      location: response.headers.get('location'),
-      html: await response.text(),
-    };
-  }
-}
-
-/** The CSRF token of the page's forms (every form that POSTs carries it). */
-function csrfOf(page: Page): string {
-  const token = /name="_csrf" value="([^"]+)"/.exec(page.html)?.[1];
-  if (!token)
-    throw new Error(`no CSRF field on the page (status ${page.status}): ${page.html.slice(0, 300)}`);
-  return token;
-}
-
 /** The hidden fields of the page's form that posts to `action`, in order, as the browser would send them. */
-function hiddenFieldsOf(page: Page, action: string): Array<[string, string]> {
+function hiddenFieldsOf(page: ConsolePage, action: string): Array<[string, string]> {
   const form = new RegExp(`<form[^>]*action="${action}"[^>]*>([\\s\\S]*?)</form>`).exec(page.html)?.[1];
   if (form === undefined)
     throw new Error(`no form posting to ${action} on the page: ${page.html.slice(0, 300)}`);

@@ -1,6 +1,7 @@
 /**
- * The operator's tools for dead letters and parked outbox rows, the package `nestjs-reliable-messaging-admin`:
- * the operations (dead letters: list, show, replay, edit, purge; parked outbox rows: list, show, retry, discard)
+ * The operator's tools for dead letters, parked outbox rows, scheduled messages and saga instances, the package
+ * `nestjs-reliable-messaging-admin`: the operations (dead letters: list, show, replay, edit, purge; parked outbox
+ * rows: list, show, retry, discard; scheduled messages: list, cancel; saga instances: list, show)
  * with the audit trail they write, their Nest module, and the opt-in HTTP admin API and console. The command line
  * is `nestjs-reliable-messaging-admin/cli` (and the package's `dlq` bin), the audit table
  * `nestjs-reliable-messaging-admin/typeorm`. Dead-lettering and the outbox themselves need none of this: they run
@@ -18,7 +19,7 @@ export type {
   NamedAdminTokenOption,
   AdminAuthFailureLimit,
 } from './http/dead-letter-admin.options';
-/** What an admin token may do: `viewer` reads, `operator` also replays, edits, purges, retries and discards. */
+/** What an admin token may do: `viewer` reads, `operator` also replays, edits, purges, retries, discards and cancels. */
 export type { AdminRole } from './http/admin-role';
 
 /** The operations the command line and the HTTP API share, for scripts and tests of your own. */
@@ -48,15 +49,40 @@ export type {
   ParkedOutboxRowDetail,
 } from './outbox/outbox-operation';
 
-/** The audit trail of every replay, edit and purge of dead letters, and every retry and discard of parked outbox rows. */
+/**
+ * The operations on scheduled messages (not yet due) that the command line and the HTTP API share: a bounded,
+ * filtered list with keyset paging, and an audited cancel by message id or idempotency key.
+ */
+export { ScheduledOperations } from './scheduled/scheduled-operations.service';
+export type {
+  ScheduledFilter,
+  ScheduledListResult,
+  ScheduledCancelTarget,
+  ScheduledCancelOptions,
+  ScheduledCancelResult,
+} from './scheduled/scheduled-operation';
+
+/**
+ * The reads of saga instances that the command line and the HTTP API share: the instances of a saga, and one in
+ * full (state cut past 16 KiB, history newest first, pending timeouts).
+ */
+export { SagaOperations } from './saga/saga-operations.service';
+export type { SagaListResult, SagaInstanceDetail } from './saga/saga-operation';
+
+/**
+ * The audit trail of every replay, edit and purge of dead letters, every retry and discard of parked outbox rows,
+ * and every cancel of scheduled messages.
+ */
 export { DeadLetterAudit, type DeadLetterAuditRecord } from './audit/dead-letter-audit.service';
 export type { DeadLetterAuditAction, DeadLetterAuditOutcome } from './audit/dead-letter-audit.entity';
 
 /**
  * What the operations throw: a query that cannot run as written, a message id no dead-letter queue holds, an id
- * no parked outbox row has, and a selection that matched nothing (unless `allowEmpty`).
+ * no parked outbox row has, a saga instance that does not exist, and a selection that matched nothing (unless
+ * `allowEmpty`).
  */
 export { InvalidDeadLetterQueryError } from './errors/invalid-dead-letter-query.error';
 export { DeadLetterNotFoundError } from './errors/dead-letter-not-found.error';
 export { OutboxRowNotFoundError } from './errors/outbox-row-not-found.error';
+export { SagaInstanceNotFoundError } from './errors/saga-instance-not-found.error';
 export { EmptySelectionError } from './errors/empty-selection.error';

@@ -1,4 +1,5 @@
 import { AllowAccessAuditActions1767225600026 } from './audit/allow-access-audit-actions.migration';
+import { AllowScheduledCancelAudit1767225600041 } from './audit/allow-scheduled-cancel-audit.migration';
 import { AllowOutboxAuditActions1767225600006 } from './audit/allow-outbox-audit-actions.migration';
 import { CreateDeadLetterAudit1767225600003 } from './audit/create-dead-letter-audit.migration';
 import { DeadLetterAuditEntity } from './audit/dead-letter-audit.entity';
@@ -20,4 +21,5 @@ export const ADMIN_MIGRATIONS = [
   AllowOutboxAuditActions1767225600006,
   AllowAccessAuditActions1767225600026,
   CreateAdminSessionRevocation1767225600027,
+  AllowScheduledCancelAudit1767225600041,
 ];

@@ -52,7 +52,13 @@ export type {
 /** What a saga step receives beside its message: the instance's state, `complete()`, and the message's context. */
 export type { SagaContext } from './saga/saga-context';
 /** Reads saga instances (state, version, status, history) and prunes completed ones. */
-export { SagaInstances, type SagaInstanceView, type SagaHistoryEntry } from './saga/saga-instances.service';
+export {
+  SagaInstances,
+  type SagaInstanceView,
+  type SagaInstanceSummary,
+  type SagaListOptions,
+  type SagaHistoryEntry,
+} from './saga/saga-instances.service';
 /** An instance's status, and what one message did to it in its history. */
 export type { SagaStatus, SagaOutcome, SagaTimeout } from './saga/saga-store';
 
@@ -80,9 +86,17 @@ export type { PublishOptions, RawMessage } from './publishing/publish-options';
  * The messages published with `deliverAt` or `delayMs` and not yet due: `cancel({ messageId })` or
  * `cancel({ idempotencyKey })` until they are due, their count and lateness, a listing (docs/scheduling.md).
  */
-export { ScheduledMessages, type CancelOptions } from './scheduling/scheduled-messages.service';
+export {
+  ScheduledMessages,
+  type CancelOptions,
+  type ScheduledListOptions,
+} from './scheduling/scheduled-messages.service';
 export type { CancelTarget } from './scheduling/cancel-target';
-export type { ScheduledBacklog, ScheduledRow } from './scheduling/scheduled-store.service';
+export type {
+  ScheduledBacklog,
+  ScheduledRow,
+  ScheduledListFilter,
+} from './scheduling/scheduled-store.service';
 /** What `request()` takes: the publish options without `manager`, a required `timeoutMs` and an abort signal. */
 export type { RequestOptions } from './request-reply/request-options';
 

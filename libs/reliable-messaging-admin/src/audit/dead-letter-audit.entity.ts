@@ -4,7 +4,8 @@ import { DEAD_LETTER_AUDIT_TABLE } from './dead-letter-audit-table';
 export { DEAD_LETTER_AUDIT_TABLE };
 
 /**
- * What an operator's tool did: to dead letters (replay, edit, purge) or to parked outbox rows (retry, discard);
+ * What an operator's tool did: to dead letters (replay, edit, purge), to parked outbox rows (retry, discard) or
+ * to scheduled messages (`scheduled-cancel`);
  * a read of a message body (`read`); or what the admin API refused: a bearer token (`token-refused`) or a
  * console sign-in (`sign-in-failed`).
  */
@@ -14,6 +15,7 @@ export type DeadLetterAuditAction =
   | 'purge'
   | 'outbox-retry'
   | 'outbox-discard'
+  | 'scheduled-cancel'
   | 'read'
   | 'token-refused'
   | 'sign-in-failed';
@@ -25,12 +27,13 @@ export type DeadLetterAuditOutcome = 'started' | 'completed' | 'failed';
  * One replay, edit or purge of dead letters, or one retry or discard of parked outbox rows: who did it, what they selected, which messages it touched and how
  * it ended. Written before the operation changes anything and completed after, so an operation cut short still
  * leaves its record. The table comes from `CreateDeadLetterAudit1767225600003`,
- * `AllowOutboxAuditActions1767225600006` and `AllowAccessAuditActions1767225600026`, never from `synchronize`.
+ * `AllowOutboxAuditActions1767225600006`, `AllowAccessAuditActions1767225600026` and
+ * `AllowScheduledCancelAudit1767225600041`, never from `synchronize`.
  */
 @Entity({ name: DEAD_LETTER_AUDIT_TABLE })
 @Check(
   'rm_dead_letter_audit_action_check',
-  `"action" IN ('replay', 'edit-replay', 'purge', 'outbox-retry', 'outbox-discard', 'read', 'token-refused', 'sign-in-failed')`,
+  `"action" IN ('replay', 'edit-replay', 'purge', 'outbox-retry', 'outbox-discard', 'scheduled-cancel', 'read', 'token-refused', 'sign-in-failed')`,
 )
 @Check('rm_dead_letter_audit_outcome_check', `"outcome" IN ('started', 'completed', 'failed')`)
 @Index('rm_dead_letter_audit_started_at_idx', ['startedAt'])

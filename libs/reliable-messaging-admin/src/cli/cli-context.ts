@@ -4,6 +4,8 @@ import { DeadLetterMonitor } from 'nestjs-reliable-messaging/operations';
 import { DeadLetterAudit } from '../audit/dead-letter-audit.service';
 import { DeadLetterOperations } from '../dead-letter/dead-letter-operations.service';
 import { OutboxOperations } from '../outbox/outbox-operations.service';
+import { SagaOperations } from '../saga/saga-operations.service';
+import { ScheduledOperations } from '../scheduled/scheduled-operations.service';
 import { askOnTerminal, requireTerminal } from './confirm-prompt';
 
 /** Where the command line reads and writes; the process's own streams by default. */
@@ -30,12 +32,14 @@ export const CLI_EXIT = { ok: 0, failed: 1, usage: 2 } as const;
  */
 export type CliApp = INestApplicationContext | (() => Promise<INestApplicationContext>);
 
-/** What every command works with: the app's dead-letter and outbox services, the streams, and the exit code to set. */
+/** What every command works with: the app's dead-letter, outbox, scheduled-message and saga services, the streams, and the exit code to set. */
 export interface CliContext {
   io: Required<Omit<DeadLetterCliIo, 'confirm'>>;
   /** The app's services; usable once `open` resolved (each action opens it once its arguments checked out). */
   readonly operations: DeadLetterOperations;
   readonly outbox: OutboxOperations;
+  readonly scheduled: ScheduledOperations;
+  readonly sagas: SagaOperations;
   readonly monitor: DeadLetterMonitor;
   readonly audit: DeadLetterAudit;
   /** Boots the app when it was given as a function; a no-op after the first call. */
@@ -76,6 +80,12 @@ export function createCliContext(source: CliApp, io: Partial<DeadLetterCliIo>): 
     },
     get outbox() {
       return get(OutboxOperations);
+    },
+    get scheduled() {
+      return get(ScheduledOperations);
+    },
+    get sagas() {
+      return get(SagaOperations);
     },
     get monitor() {
       return get(DeadLetterMonitor);

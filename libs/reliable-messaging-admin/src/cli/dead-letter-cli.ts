@@ -3,6 +3,7 @@ import { DeadLetterNotFoundError } from '../errors/dead-letter-not-found.error';
 import { EmptySelectionError } from '../errors/empty-selection.error';
 import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
 import { OutboxRowNotFoundError } from '../errors/outbox-row-not-found.error';
+import { SagaInstanceNotFoundError } from '../errors/saga-instance-not-found.error';
 import { errorMessage } from 'nestjs-reliable-messaging/operations';
 import {
   CLI_EXIT,
@@ -18,6 +19,8 @@ import { addOutboxCommand } from './commands/outbox.command';
 import { addPurgeCommand } from './commands/purge.command';
 import { addQueuesCommand } from './commands/queues.command';
 import { addReplayCommand } from './commands/replay.command';
+import { addSagasCommand } from './commands/sagas.command';
+import { addScheduledCommand } from './commands/scheduled.command';
 import { addShowCommand } from './commands/show.command';
 
 export { CLI_EXIT, type CliApp, type DeadLetterCliIo } from './cli-context';
@@ -28,7 +31,8 @@ const contexts = new WeakMap<Command, CliContext>();
 /**
  * The `dlq` command line over the dead-letter and outbox operations of an app context (boot it with
  * `consumersEnabled: false` and no outbox relay so it consumes and relays nothing): `queues`, `list`, `show`,
- * `replay`, `edit`, `purge`, `audit`, and `outbox list|show|retry|discard`. Given a function that boots the app,
+ * `replay`, `edit`, `purge`, `audit`, `outbox list|show|retry|discard`, `scheduled list|cancel` and
+ * `sagas list|show`. Given a function that boots the app,
  * each command boots it only once its arguments checked out (filters, selection, a terminal or `--yes` to confirm
  * on), never for `--help` or a usage error. Any app that imports
  * ReliableMessagingModule can expose it with a few lines (see runDeadLetterCli).
@@ -36,7 +40,9 @@ const contexts = new WeakMap<Command, CliContext>();
 export function createDeadLetterCli(app: CliApp, io: Partial<DeadLetterCliIo> = {}): Command {
   const cli = createCliContext(app, io);
   const program = new Command('dlq')
-    .description('Inspect, fix and replay dead letters; retry or discard parked outbox rows')
+    .description(
+      'Inspect, fix and replay dead letters; retry or discard parked outbox rows; list or cancel scheduled messages; inspect saga instances',
+    )
     .exitOverride()
     .configureOutput({
       writeOut: (text) => cli.io.stdout.write(text),
@@ -53,6 +59,8 @@ export function createDeadLetterCli(app: CliApp, io: Partial<DeadLetterCliIo> = 
   addPurgeCommand(program, cli);
   addAuditCommand(program, cli);
   addOutboxCommand(program, cli);
+  addScheduledCommand(program, cli);
+  addSagasCommand(program, cli);
   return program;
 }
 
@@ -89,6 +97,7 @@ export async function runDeadLetterCli(
     const known =
       error instanceof DeadLetterNotFoundError ||
       error instanceof OutboxRowNotFoundError ||
+      error instanceof SagaInstanceNotFoundError ||
       error instanceof EmptySelectionError;
     stderr.write(`error: ${known ? error.message : errorMessage(error)}\n`);
     return CLI_EXIT.failed;

@@ -3,6 +3,7 @@ import { DeadLetterNotFoundError } from '../errors/dead-letter-not-found.error';
 import { EmptySelectionError } from '../errors/empty-selection.error';
 import { InvalidDeadLetterQueryError } from '../errors/invalid-dead-letter-query.error';
 import { OutboxRowNotFoundError } from '../errors/outbox-row-not-found.error';
+import { SagaInstanceNotFoundError } from '../errors/saga-instance-not-found.error';
 import type { ResolvedDeadLetterAdminOptions } from './dead-letter-admin.options';
 
 /** A request's query or JSON body, as the admin controllers read it. */
@@ -48,6 +49,7 @@ export async function answer<T>(work: () => Promise<T> | T): Promise<T> {
     if (
       error instanceof DeadLetterNotFoundError ||
       error instanceof OutboxRowNotFoundError ||
+      error instanceof SagaInstanceNotFoundError ||
       error instanceof EmptySelectionError
     ) {
       throw new NotFoundException(error.message);

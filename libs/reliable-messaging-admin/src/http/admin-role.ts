@@ -3,7 +3,7 @@ import type { Reflector } from '@nestjs/core';
 
 /**
  * What a token may do: a `viewer` lists and shows dead letters, parked rows, the overview and the audit trail;
- * an `operator` also replays, edits, purges, retries and discards.
+ * an `operator` also replays, edits, purges, retries, discards and cancels scheduled messages.
  */
 export type AdminRole = 'viewer' | 'operator';
 
@@ -30,6 +30,6 @@ export function requireRoleFor(
   if (role !== 'viewer') return;
   if (reflector.get<boolean>(OPERATOR_ONLY, context.getHandler()) !== true) return;
   throw new ForbiddenException(
-    'this token may only read (role viewer): replay, edit, purge, retry and discard need an operator token',
+    'this token may only read (role viewer): replay, edit, purge, retry, discard and cancel need an operator token',
   );
 }

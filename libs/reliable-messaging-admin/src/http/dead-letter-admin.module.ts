@@ -19,10 +19,14 @@ import { ConsoleMessagesController } from './console/console-messages.controller
 import { ConsoleOperationsController } from './console/console-operations.controller';
 import { ConsoleOutboxController } from './console/console-outbox.controller';
 import { ConsoleOverviewController } from './console/console-overview.controller';
+import { ConsoleSagasController } from './console/console-sagas.controller';
+import { ConsoleScheduledController } from './console/console-scheduled.controller';
 import { ConsoleSessionController } from './console/console-session.controller';
 import { ConsoleGuard } from './console/console.guard';
 import { DeadLetterAdminController } from './dead-letter-admin.controller';
 import { OutboxAdminController } from './outbox-admin.controller';
+import { SagaAdminController } from './saga-admin.controller';
+import { ScheduledAdminController } from './scheduled-admin.controller';
 import {
   DEAD_LETTER_ADMIN_OPTIONS,
   resolveAdminOptions,
@@ -36,12 +40,15 @@ const CONSOLE_CONTROLLERS: Array<Type<object>> = [
   ConsoleMessagesController,
   ConsoleOperationsController,
   ConsoleOutboxController,
+  ConsoleScheduledController,
+  ConsoleSagasController,
   ConsoleAuditController,
 ];
 
 /**
- * The opt-in HTTP admin API for dead letters and parked outbox rows (see DeadLetterAdminController, and
- * OutboxAdminController under `<path>/outbox`, for their routes), and, with `console: true`, the operator
+ * The opt-in HTTP admin API for dead letters, parked outbox rows, scheduled messages and saga instances (see
+ * DeadLetterAdminController, and OutboxAdminController, ScheduledAdminController and SagaAdminController under
+ * `<path>/outbox`, `<path>/scheduled` and `<path>/sagas`, for their routes), and, with `console: true`, the operator
  * console, its web pages (see docs/operations.md). Off unless an HTTP app imports it, and never open: it needs
  * bearer tokens, a guard of your own, or both. A token is an operator's (reads and acts) or a viewer's (reads
  * only); wrong tokens are rate-limited per address, logged and audited. Requires
@@ -63,6 +70,8 @@ export class DeadLetterAdminModule {
     const controllers = [
       mount(DeadLetterAdminController, resolved.path, apiGuards),
       mount(OutboxAdminController, `${resolved.path}/outbox`, apiGuards),
+      mount(ScheduledAdminController, `${resolved.path}/scheduled`, apiGuards),
+      mount(SagaAdminController, `${resolved.path}/sagas`, apiGuards),
     ];
     if (resolved.console) {
       for (const controller of CONSOLE_CONTROLLERS) {

@@ -8,8 +8,35 @@ import { MemorySagaStore } from './memory-saga-store';
 
 export type { SagaHistoryEntry, SagaInstanceView } from './saga-instance-view';
 
+/** One instance as `SagaInstances.list()` shows it: no state, no history. */
+export interface SagaInstanceSummary {
+  readonly sagaName: string;
+  readonly correlationKey: string;
+  readonly status: SagaStatus;
+  readonly version: number;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+  readonly completedAt: Date | null;
+  /** How many timeouts it waits for. */
+  readonly pendingTimeouts: number;
+}
+
+/** Options of `SagaInstances.list()`. */
+export interface SagaListOptions {
+  /** Only instances with this status. Default: both. */
+  status?: SagaStatus;
+  /** Keyset paging: only instances whose correlation key sorts after this one (the last of the previous page). */
+  after?: string;
+  /** The most instances, 1 to 1000. Default: 100. */
+  limit?: number;
+}
+
 /** The most history entries `find()` returns. */
 const MAX_HISTORY = 1000;
+/** The most instances `list()` returns. */
+const MAX_LIST = 1000;
+/** The longest saga name or correlation key a list names. */
+const MAX_KEY_LENGTH = 1024;
 
 /**
  * Reads saga instances for inspection (an operator's console, a support endpoint, a test), and prunes completed
@@ -50,6 +77,44 @@ export class SagaInstances {
     );
     const { id: _id, ...instance } = row;
     return { ...instance, history };
+  }
+
+  /**
+   * The instances of `sagaName` in correlation-key order (the database's collation), after `after` when given, up to `limit`
+   * (default 100, at most 1000), of one status when given: a walk of the (saga, correlation key) index, so a page
+   * costs the same however many instances there are. Completed instances stay listed until pruned.
+   */
+  async list(
+    sagaName: string,
+    { status, after, limit = 100 }: SagaListOptions = {},
+  ): Promise<SagaInstanceSummary[]> {
+    const text = (name: string, value: unknown): void => {
+      if (typeof value !== 'string' || value.length === 0 || value.length > MAX_KEY_LENGTH) {
+        throw new RangeError(`list(): ${name} must be a string of 1 to ${MAX_KEY_LENGTH} characters`);
+      }
+    };
+    text('sagaName', sagaName);
+    if (after !== undefined) text('after', after);
+    if (status !== undefined && status !== 'active' && status !== 'completed') {
+      throw new RangeError(`list(): status must be 'active' or 'completed'`);
+    }
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST) {
+      throw new RangeError(`list(): limit must be an integer from 1 to ${MAX_LIST}, got ${limit}`);
+    }
+    const values: unknown[] = [sagaName, limit];
+    const where = ['"saga" = $1'];
+    if (status !== undefined) where.push(`"status" = $${values.push(status)}`);
+    if (after !== undefined) where.push(`"correlation_key" > $${values.push(after)}`);
+    const rows = await this.dataSource().query<
+      Array<Omit<SagaInstanceSummary, 'pendingTimeouts'> & { pendingTimeouts: number }>
+    >(
+      `SELECT "saga" AS "sagaName", "correlation_key" AS "correlationKey", "status", "version", ` +
+        `"created_at" AS "createdAt", "updated_at" AS "updatedAt", "completed_at" AS "completedAt", ` +
+        `jsonb_array_length("timeouts")::int AS "pendingTimeouts" FROM "rm_saga" WHERE ${where.join(' AND ')} ` +
+        `ORDER BY "correlation_key" LIMIT $2`,
+      values,
+    );
+    return rows;
   }
 
   /**

@@ -5,15 +5,29 @@ import type { ResolvedMessagingOptions } from '../options/reliable-messaging.opt
 import { ConfigurationError } from '../errors/configuration.error';
 import { TransactionContext } from '../database/transaction-context.service';
 import { cancelTarget, type CancelTarget } from './cancel-target';
-import { ScheduledStore, type ScheduledBacklog, type ScheduledRow } from './scheduled-store.service';
+import {
+  ScheduledStore,
+  type ScheduledBacklog,
+  type ScheduledListFilter,
+  type ScheduledRow,
+} from './scheduled-store.service';
 
 const DEFAULT_LIST_LIMIT = 100;
 const MAX_LIST_LIMIT = 1000;
+/** The longest idempotency key or type a filter may name, as the envelope allows. */
+const MAX_KEY_LENGTH = 256;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Options of `ScheduledMessages.cancel()`. */
 export interface CancelOptions {
   /** The transaction to cancel in. Default: the transaction active in async context, else none (the delete commits at once). */
   manager?: EntityManager;
+}
+
+/** Options of `ScheduledMessages.list()`: how many rows, and which. */
+export interface ScheduledListOptions extends ScheduledListFilter {
+  /** The most rows, 1 to 1000. Default: 100. */
+  limit?: number;
 }
 
 /**
@@ -56,15 +70,21 @@ export class ScheduledMessages {
     return this.store.backlog();
   }
 
-  /** The waiting messages, the first due first, up to `limit` (1 to 1000). Default: 100. */
-  async list(limit = DEFAULT_LIST_LIMIT): Promise<ScheduledRow[]> {
+  /**
+   * The waiting messages, the first due first, up to `limit` (1 to 1000; default 100). Given options, only those
+   * that match every filter given, and only after `after` (the id and due time of the last row of the previous
+   * page): each page is one walk of the delivery-time index.
+   */
+  async list(options: number | ScheduledListOptions = DEFAULT_LIST_LIMIT): Promise<ScheduledRow[]> {
     this.requireDataSource();
+    const { limit = DEFAULT_LIST_LIMIT, ...filter } =
+      typeof options === 'number' ? { limit: options } : options;
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
       throw new ConfigurationError(
         `list(): limit must be an integer from 1 to ${MAX_LIST_LIMIT}, got ${limit}`,
       );
     }
-    return this.store.list(limit);
+    return this.store.list(limit, checkedFilter(filter));
   }
 
   private requireDataSource(): void {
@@ -74,4 +94,37 @@ export class ScheduledMessages {
       );
     }
   }
+}
+
+/** The filter checked before it reaches a query: a message id is a UUID, texts are short, times are valid. */
+function checkedFilter(filter: ScheduledListFilter): ScheduledListFilter {
+  const text = (name: string, value: unknown): void => {
+    if (
+      value !== undefined &&
+      (typeof value !== 'string' || value.length === 0 || value.length > MAX_KEY_LENGTH)
+    ) {
+      throw new ConfigurationError(`list(): ${name} must be a string of 1 to ${MAX_KEY_LENGTH} characters`);
+    }
+  };
+  const time = (name: string, value: unknown): void => {
+    if (value !== undefined && !(value instanceof Date && Number.isFinite(value.getTime()))) {
+      throw new ConfigurationError(`list(): ${name} must be a valid Date`);
+    }
+  };
+  text('idempotencyKey', filter.idempotencyKey);
+  text('type', filter.type);
+  time('dueBefore', filter.dueBefore);
+  if (
+    filter.messageId !== undefined &&
+    (typeof filter.messageId !== 'string' || !UUID.test(filter.messageId))
+  ) {
+    throw new ConfigurationError('list(): messageId must be a UUID, as publish() returned it in its receipt');
+  }
+  if (filter.after !== undefined) {
+    time('after.deliverAt', filter.after.deliverAt);
+    if (typeof filter.after.id !== 'string' || !/^[1-9]\d{0,18}$/.test(filter.after.id)) {
+      throw new ConfigurationError('list(): after.id must be a scheduled row id (digits)');
+    }
+  }
+  return filter;
 }

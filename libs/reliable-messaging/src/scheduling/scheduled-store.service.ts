@@ -45,6 +45,20 @@ export interface ScheduledRow {
   createdAt: Date;
 }
 
+/** Which waiting rows `ScheduledMessages.list()` returns; every field given must match. */
+export interface ScheduledListFilter {
+  /** The message id `publish()` returned (a UUID). */
+  messageId?: string;
+  /** The idempotency key, exactly. */
+  idempotencyKey?: string;
+  /** The message type (its `type` property), exactly. */
+  type?: string;
+  /** Due before this moment. */
+  dueBefore?: Date;
+  /** Keyset paging: only rows after this one in delivery order (the last row of the previous page). */
+  after?: { deliverAt: Date; id: string };
+}
+
 const INSERT_COLUMNS =
   'INSERT INTO "rm_scheduled" ("message_id", "idempotency_key", "exchange", "routing_key", "properties", "body", ' +
   '"ordering_key", "deliver_at")';
@@ -193,8 +207,28 @@ export class ScheduledStore {
     };
   }
 
-  /** Waiting rows, the first due first, up to `limit`. */
-  async list(limit: number): Promise<ScheduledRow[]> {
+  /**
+   * Waiting rows matching `filter`, the first due first, up to `limit`: a walk of the delivery-time index from
+   * `filter.after` (keyset paging), with only the conditions given, each a parameter.
+   */
+  async list(limit: number, filter: ScheduledListFilter = {}): Promise<ScheduledRow[]> {
+    const values: unknown[] = [limit];
+    const where: string[] = [];
+    const param = (value: unknown): string => `$${values.push(value)}`;
+    if (filter.messageId !== undefined) where.push(`"message_id" = ${param(filter.messageId)}::uuid`);
+    if (filter.idempotencyKey !== undefined)
+      where.push(`"idempotency_key" = ${param(filter.idempotencyKey)}`);
+    if (filter.type !== undefined) where.push(`"properties"->>'type' = ${param(filter.type)}`);
+    if (filter.dueBefore !== undefined) where.push(`"deliver_at" < ${param(filter.dueBefore)}`);
+    if (filter.after !== undefined) {
+      // NOTE: deliver_at holds microseconds and a Date only milliseconds, so the row's own time is read back (once,
+      // an InitPlan); the given time stands in only when that row has gone (cancelled, or promoted) meanwhile.
+      const id = param(filter.after.id);
+      where.push(
+        `("deliver_at", "id") > (COALESCE((SELECT a."deliver_at" FROM "rm_scheduled" a WHERE a."id" = ${id}::bigint), ` +
+          `${param(filter.after.deliverAt)}::timestamptz), ${id}::bigint)`,
+      );
+    }
     const rows = await this.dataSource().query<
       Array<{
         id: string;
@@ -210,8 +244,8 @@ export class ScheduledStore {
     >(
       `SELECT "id"::text AS id, "message_id", "idempotency_key", "properties"->>'type' AS type, "exchange", ` +
         `"routing_key", "ordering_key", "deliver_at", "created_at" FROM "rm_scheduled" ` +
-        `ORDER BY "deliver_at", "id" LIMIT $1`,
-      [limit],
+        `${where.length > 0 ? `WHERE ${where.join(' AND ')} ` : ''}ORDER BY "deliver_at", "id" LIMIT $1`,
+      values,
     );
     return rows.map((row) => ({
       id: row.id,

@@ -22,6 +22,9 @@ export class ConsoleContext implements OnApplicationBootstrap {
   /** Why the parked outbox rows cannot be shown, or undefined when the app has an outbox. */
   readonly outboxUnavailable?: string;
 
+  /** Why scheduled messages and saga instances cannot be shown, or undefined when the app has a database. */
+  readonly databaseUnavailable?: string;
+
   constructor(
     @Inject(DEAD_LETTER_ADMIN_OPTIONS) readonly options: ResolvedDeadLetterAdminOptions,
     @Inject(RESOLVED_MESSAGING_OPTIONS) messaging: ResolvedMessagingOptions,
@@ -33,8 +36,11 @@ export class ConsoleContext implements OnApplicationBootstrap {
       options.consoleSessionTtlMs,
       sessionKeyOf(options.consoleSessionSecret),
     );
-    if (!messaging.dataSource)
+    if (!messaging.dataSource) {
       this.outboxUnavailable = 'this app has no outbox: ReliableMessagingModule has no dataSource option';
+      this.databaseUnavailable =
+        'this app has no scheduled messages or sagas: ReliableMessagingModule has no dataSource option';
+    }
   }
 
   onApplicationBootstrap(): void {
@@ -76,7 +82,13 @@ export class ConsoleContext implements OnApplicationBootstrap {
       csrf: session ? this.sessions.csrfToken(session) : '',
       actor: this.usesTokens && typeof actor === 'string' ? actor : undefined,
       readOnly: (recorded[ADMIN_ROLE] as AdminRole | undefined) === 'viewer',
-      unavailable: this.outboxUnavailable ? { outbox: this.outboxUnavailable } : {},
+      unavailable: this.databaseUnavailable
+        ? {
+            outbox: this.outboxUnavailable,
+            scheduled: this.databaseUnavailable,
+            sagas: this.databaseUnavailable,
+          }
+        : {},
     };
   }
 }

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { DeadLetterNotFoundError } from '../../errors/dead-letter-not-found.error';
 import { EmptySelectionError } from '../../errors/empty-selection.error';
 import { OutboxRowNotFoundError } from '../../errors/outbox-row-not-found.error';
+import { SagaInstanceNotFoundError } from '../../errors/saga-instance-not-found.error';
 import { InvalidDeadLetterQueryError } from '../../errors/invalid-dead-letter-query.error';
 import { errorMessage } from 'nestjs-reliable-messaging/operations';
 import { ConsoleContext } from './console-context';
@@ -36,6 +37,7 @@ export class ConsoleExceptionFilter implements ExceptionFilter {
           ? 400
           : error instanceof DeadLetterNotFoundError ||
               error instanceof OutboxRowNotFoundError ||
+              error instanceof SagaInstanceNotFoundError ||
               error instanceof EmptySelectionError
             ? 404
             : 500;

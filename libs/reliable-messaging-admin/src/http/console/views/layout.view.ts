@@ -13,6 +13,8 @@ export const CONSOLE_SECTIONS: readonly ConsoleSection[] = [
   { key: 'overview', label: 'Overview', path: '' },
   { key: 'messages', label: 'Dead letters', path: 'messages' },
   { key: 'outbox', label: 'Parked outbox rows', path: 'outbox' },
+  { key: 'scheduled', label: 'Scheduled', path: 'scheduled' },
+  { key: 'sagas', label: 'Sagas', path: 'sagas' },
   { key: 'audit', label: 'Audit log', path: 'audit' },
 ];
 
