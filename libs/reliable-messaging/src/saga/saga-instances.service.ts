@@ -4,6 +4,7 @@ import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { ConfigurationError } from '../errors/configuration.error';
 import type { SagaHistoryEntry, SagaInstanceView } from './saga-instance-view';
+import type { SagaStatus } from './saga-store';
 import { MemorySagaStore } from './memory-saga-store';
 
 export type { SagaHistoryEntry, SagaInstanceView } from './saga-instance-view';
