@@ -207,7 +207,7 @@ async function drain(side: Side, dataSource: DataSource, workload: Workload, rou
   side.recorder.current = recorder;
   const app = await bootConsumers(side, dataSource);
   let measurement: Measurement;
-  let conflicts = 0;
+  let conflicts: number;
   try {
     const applied = async (): Promise<number> => {
       const [{ n }] = await dataSource.query<Array<{ n: number }>>(
