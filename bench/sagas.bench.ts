@@ -165,6 +165,7 @@ interface Side {
   publisher: INestApplicationContext;
 }
 
+/** Boots the app that runs `side`'s step on its own exchange; its consumers start at once. */
 async function bootConsumers(side: Side, dataSource: DataSource): Promise<INestApplicationContext> {
   @Module({
     imports: [
