@@ -20,6 +20,7 @@ import { ordersSuite } from './orders.bench';
 import { transactionalSuite } from './transactional.bench';
 import { scaleSuite } from './scale.bench';
 import { schedulingSuite } from './scheduling.bench';
+import { sagasSuite } from './sagas.bench';
 
 /** Every suite, run one after the other; add a new suite here. `BENCH_SUITES=consume,publish` picks some. */
 const SUITES: Suite[] = [
@@ -34,6 +35,7 @@ const SUITES: Suite[] = [
   transactionalSuite,
   scaleSuite,
   schedulingSuite,
+  sagasSuite,
   memorySuite,
 ];
 

@@ -35,6 +35,7 @@ module.exports.ALONE = [
   'test/bench-transactional.e2e-spec.ts',
   'test/bench-scale.e2e-spec.ts',
   'test/bench-scheduling.e2e-spec.ts',
+  'test/bench-sagas.e2e-spec.ts',
   'test/admin-auth.e2e-spec.ts',
 ];
 

@@ -25,6 +25,11 @@ class OrderPlaced {}
 @MessageType({ type: 'order.amended', version: '1.0' })
 class OrderAmended {}
 
+@MessageType({ type: 'order.paid', orderingKey: (m: OrderPaid) => m.orderId })
+class OrderPaid {
+  orderId = '';
+}
+
 class PaymentDeclined extends Error {}
 class OutOfStock extends Error {}
 const isTransient = (error: unknown): boolean => !(error instanceof RangeError);
@@ -334,6 +339,23 @@ describe('planConsumers', () => {
       ['fulfilment.order.placed.p001', 'fulfilment', { scope: 'fulfilment.order.placed' }],
     ]);
     expect(Object.isFrozen(ordered[0].saga)).toBe(true);
+  });
+
+  it('warns about a key-ordered @SagaStep() whose message type declares no orderingKey, and not when it does', () => {
+    const step = (message: new () => object): DiscoveredConsumer => ({
+      ...billing({}),
+      options: { queue: '' },
+      decorator: '@SagaStep',
+      saga: {
+        saga: { name: 'fulfilment' },
+        step: { message, options: { correlate: () => 'k', ordering: { by: 'key', partitions: 2 } } },
+      },
+    });
+
+    expect(plan([step(OrderPlaced)], { dataSource: A_DATA_SOURCE }).warnings).toEqual([
+      expect.stringMatching(/ordered by key, but OrderPlaced's @MessageType\(\) declares no orderingKey/),
+    ]);
+    expect(plan([step(OrderPaid)], { dataSource: A_DATA_SOURCE }).warnings).toEqual([]);
   });
 
   it("plans lanes as one consumer per lane queue, with its own settings over the consumer's, sharing one inbox scope", () => {

@@ -98,6 +98,15 @@ export function planConsumer(discovered: DiscoveredConsumer, context: PlanningCo
     where,
   );
   const ordering = resolveOrderingOption(options.ordering, where);
+  if (step && ordering.mode === 'key' && !messageDefinition?.orderingKey) {
+    // Without a key of its type, each message is keyed by its own id: an instance's messages spread over the
+    // partitions and race as an unordered step's do (still without losing an update, see docs/sagas.md).
+    warn(
+      `${where}: ordered by key, but ${messageClass?.name ?? 'its message'}'s @MessageType() declares no orderingKey, ` +
+        "so each message is keyed by its own id and an instance's messages still run side by side; declare " +
+        "orderingKey reading the instance's key (what correlate reads), or pass it to every publish()",
+    );
+  }
   const reply = resolveReply(options.reply, where);
   const accept = resolveAccept(options.accept, reply, where);
   const lanes = resolveLanesOption(options.lanes, options.defaultLane, where);
