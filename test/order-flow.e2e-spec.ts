@@ -186,7 +186,8 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
     const ofType = (type: string) => mine.find((message) => message.properties.type === type);
     const chain = ['order.placed', 'payment.requested', 'payment.captured', 'order.paid', 'order.shipped'];
     await waitFor(
-      () => `the flow of order ${id} on ${auditQueue} (saw ${mine.map((m) => m.properties.type).join(', ')})`,
+      () =>
+        `the flow of order ${id} on ${auditQueue} (saw ${mine.map((m) => String(m.properties.type)).join(', ')})`,
       async () => {
         const arrived = await broker.getAll(auditQueue);
         mine.push(
