@@ -60,6 +60,8 @@ import { SagaInstances } from './saga/saga-instances.service';
 import { ScheduledCommitSignal } from './scheduling/scheduled-commit-signal.service';
 import { ScheduledMessages } from './scheduling/scheduled-messages.service';
 import { ScheduledPromoter } from './scheduling/scheduled-promoter.service';
+import { ScheduledRepublisher } from './scheduling/scheduled-republisher.service';
+import { BrokerDelayWriter } from './scheduling/broker-delay-writer.service';
 import { ScheduledStore } from './scheduling/scheduled-store.service';
 import { ScheduledWriter } from './scheduling/scheduled-writer.service';
 
@@ -118,6 +120,8 @@ import { ScheduledWriter } from './scheduling/scheduled-writer.service';
     ScheduledPromoter,
     ScheduledCommitSignal,
     ScheduledMessages,
+    ScheduledRepublisher,
+    BrokerDelayWriter,
     {
       provide: SAGA_TIMEOUT_SERVICES,
       useFactory: (publisher: MessagePublisher, scheduled: ScheduledMessages): SagaTimeoutServices => ({
@@ -148,6 +152,7 @@ import { ScheduledWriter } from './scheduling/scheduled-writer.service';
     ConsumerConnection,
     PublisherConnection,
     ConsumerRegistry,
+    ScheduledRepublisher,
     MessagingLifecycle,
     MessagingMetrics,
     OutboxMonitor,
