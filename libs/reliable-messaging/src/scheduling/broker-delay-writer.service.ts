@@ -5,7 +5,7 @@ import type { OutboundMessage } from '../envelope/envelope';
 import { ConfigurationError } from '../errors/configuration.error';
 import { MessagingMetrics } from '../metrics/messaging-metrics.service';
 import { delayTarget, republishQueueName } from './broker-delay';
-import { dueTime, type ScheduledDelivery } from './scheduled-delivery';
+import { assertBodiesOutlive, dueTime, type ScheduledDelivery } from './scheduled-delivery';
 
 /**
  * Turns messages published with `deliverAt` or `delayMs` without an outbox into what goes into the broker's delay
@@ -34,6 +34,7 @@ export class BrokerDelayWriter {
     const dueAt = dueTime(delivery, now);
     const delayMs = dueAt - now;
     const { exchange, scheduling } = this.options;
+    assertBodiesOutlive(messages, dueAt);
     return messages.map((message) => {
       const type = message.properties.type ?? message.routingKey;
       if (delayMs > scheduling.maxDelayMs) {
@@ -46,13 +47,6 @@ export class BrokerDelayWriter {
         throw new ConfigurationError(
           `publish() of '${type}' with deliverAt or delayMs and no outbox goes to the module's exchange ` +
             `('${exchange}') with the message type as routing key: leave out the exchange and routingKey options`,
-        );
-      }
-      if (message.claimCheck && message.claimCheck.info.expiresAt.getTime() < dueAt) {
-        throw new ConfigurationError(
-          `publish() of '${type}': its claim-checked body expires at ` +
-            `${message.claimCheck.info.expiresAt.toISOString()}, before the message is due at ` +
-            `${new Date(dueAt).toISOString()}; raise claimCheck.timeToLiveMs or schedule it sooner`,
         );
       }
       return {
