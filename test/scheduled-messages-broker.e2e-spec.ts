@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { TerminusModule } from '@nestjs/terminus';
 import { IsString } from 'class-validator';
 import { Registry } from 'prom-client';
 import {
@@ -6,6 +7,7 @@ import {
   MessageType,
   type ReliableMessagingModuleOptions,
 } from 'nestjs-reliable-messaging';
+import { MessagingHealth, ReliableMessagingHealthModule } from 'nestjs-reliable-messaging/health';
 import { delayLevelNames, republishQueueName } from 'nestjs-reliable-messaging/operations';
 import { MessagingTestApp } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
@@ -99,7 +101,10 @@ describe('scheduled messages without an outbox: the delay levels and the republi
     await channel.bindQueue(queue, exchange, 'shop.#');
     audit = new Audit(broker, queue);
     registry = new Registry();
-    app = await MessagingTestApp.start(broker, { options: options() });
+    app = await MessagingTestApp.start(broker, {
+      options: options(),
+      imports: [TerminusModule, ReliableMessagingHealthModule],
+    });
   });
 
   afterAll(async () => {
@@ -130,6 +135,20 @@ describe('scheduled messages without an outbox: the delay levels and the republi
     expect(audit.copies('due-soon')).toBe(1);
     expect(await counted(registry, 'rm_scheduled_republished_total', { outcome: 'delivered' })).toBe(1);
     expect(receipt.messageId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('lists the republisher, subscribed, among the consumers readiness checks', async () => {
+    type Checked = Record<
+      string,
+      { status: string; consumers?: Array<{ queue: string; consuming: boolean }> }
+    >;
+    const readiness = app!.get(MessagingHealth).readiness() as Array<() => Promise<Checked>>;
+    const checks = await Promise.all(readiness.map((check) => check()));
+    const consumers = checks.find((check) => 'consumers' in check)?.consumers;
+    expect(consumers?.status).toBe('up');
+    expect(consumers?.consumers).toContainEqual(
+      expect.objectContaining({ queue: republishQueueName(exchange), consuming: true }),
+    );
   });
 
   it('keeps a message in the broker across a restart of the app between its publish and its due time', async () => {
