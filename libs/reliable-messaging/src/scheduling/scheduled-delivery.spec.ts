@@ -61,21 +61,20 @@ describe('scheduledDelivery', () => {
 });
 
 describe('assertBodiesOutlive', () => {
-  const message = (expiresAt?: number): OutboundMessage =>
-    ({
-      exchange: 'events',
-      routingKey: 'order.placed',
-      body: Buffer.alloc(0),
-      properties: { messageId: 'm', type: 'order.placed', headers: {} },
-      claimCheck:
-        expiresAt === undefined
-          ? undefined
-          : {
-              location: 'x',
-              body: Buffer.alloc(0),
-              info: { id: 'x', expiresAt: new Date(expiresAt), messageType: 'order.placed' },
-            },
-    }) as OutboundMessage;
+  const message = (expiresAt?: number): OutboundMessage => ({
+    exchange: 'events',
+    routingKey: 'order.placed',
+    body: Buffer.alloc(0),
+    properties: { messageId: 'm', type: 'order.placed', headers: {} },
+    claimCheck:
+      expiresAt === undefined
+        ? undefined
+        : {
+            location: 'x',
+            body: Buffer.alloc(0),
+            info: { id: 'x', expiresAt: new Date(expiresAt), messageType: 'order.placed' },
+          },
+  });
 
   it('lets through messages without a claim check, or whose body outlives the due time', () => {
     expect(() => assertBodiesOutlive([message(), message(NOW + 1000)], NOW + 1000)).not.toThrow();
