@@ -459,7 +459,7 @@ describe('scheduled messages: backlog, metrics and the path without an outbox', 
     });
     try {
       await expect(plain.publisher.publish(reminder('no-outbox'), { delayMs: 1000 })).rejects.toThrow(
-        /scheduled messages wait in the outbox's database, so they need the module's dataSource option/,
+        /wait in the outbox's database \(the module's dataSource option\), or without one in the broker's delay levels \(scheduling: \{ brokerDelays: true \}\)/,
       );
       await expect(plain.get(ScheduledMessages).cancel({ idempotencyKey: 'k' })).rejects.toThrow(
         /set the dataSource option/,

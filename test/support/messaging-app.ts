@@ -18,6 +18,7 @@ import {
   ConsumerRegistry,
   delayLevelNames,
   deliverExchangeName,
+  republishQueueName,
   unbucketedExchangeName,
 } from 'nestjs-reliable-messaging/operations';
 import type { TestBroker } from './test-broker';
@@ -137,6 +138,8 @@ export class MessagingTestApp {
       options.deadLetterExchange ?? `${exchange}.dead-letter`,
       ...delayLevelNames(exchange),
       deliverExchangeName(exchange),
+      republishQueueName(exchange),
+      `${republishQueueName(exchange)}.dlq`,
     );
 
     @Module({

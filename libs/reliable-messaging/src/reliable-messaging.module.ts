@@ -61,6 +61,8 @@ import { MemorySagaStore } from './saga/memory-saga-store';
 import { ScheduledCommitSignal } from './scheduling/scheduled-commit-signal.service';
 import { ScheduledMessages } from './scheduling/scheduled-messages.service';
 import { ScheduledPromoter } from './scheduling/scheduled-promoter.service';
+import { ScheduledRepublisher } from './scheduling/scheduled-republisher.service';
+import { BrokerDelayWriter } from './scheduling/broker-delay-writer.service';
 import { ScheduledStore } from './scheduling/scheduled-store.service';
 import { ScheduledWriter } from './scheduling/scheduled-writer.service';
 
@@ -119,6 +121,8 @@ import { ScheduledWriter } from './scheduling/scheduled-writer.service';
     ScheduledPromoter,
     ScheduledCommitSignal,
     ScheduledMessages,
+    ScheduledRepublisher,
+    BrokerDelayWriter,
     {
       provide: SAGA_TIMEOUT_SERVICES,
       useFactory: (publisher: MessagePublisher, scheduled: ScheduledMessages): SagaTimeoutServices => ({
@@ -150,6 +154,7 @@ import { ScheduledWriter } from './scheduling/scheduled-writer.service';
     ConsumerConnection,
     PublisherConnection,
     ConsumerRegistry,
+    ScheduledRepublisher,
     MessagingLifecycle,
     MessagingMetrics,
     OutboxMonitor,

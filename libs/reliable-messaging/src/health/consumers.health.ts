@@ -1,11 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
+import { ScheduledRepublisher } from '../scheduling/scheduled-republisher.service';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 
 /**
- * Every consumer subscribed to its queue. While one is not (during a reconnect, after a server cancel) it is
+ * Every consumer subscribed to its queue, the scheduled messages' republisher (`scheduling.brokerDelays`) included
+ * where this process consumes. While one is not (during a reconnect, after a server cancel) it is
  * down when `readinessRequiresBroker` is on, else degraded: not consuming delays messages, it doesn't stop the
  * pod from serving requests.
  */
@@ -15,6 +17,7 @@ export class ConsumersHealthIndicator {
     @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
     private readonly health: HealthIndicatorService,
     private readonly registry: ConsumerRegistry,
+    private readonly republisher: ScheduledRepublisher,
   ) {}
 
   isHealthy<const Key extends string = 'consumers'>(
@@ -26,6 +29,7 @@ export class ConsumersHealthIndicator {
       consuming,
       inFlight,
     }));
+    if (this.republisher.enabled && this.options.consumersEnabled) consumers.push(this.republisher.status);
     const idle = consumers.filter((consumer) => !consumer.consuming).map((consumer) => consumer.queue);
     if (idle.length === 0) return indicator.up({ consumers });
     const data = { consumers, message: `not consuming from ${idle.join(', ')}` };

@@ -104,6 +104,7 @@ function lifecycleWith({
     { unregister: step('unregister metrics') } as never,
     { start: step('start promoter'), stop: step('stop promoter') } as never,
     { start: step('start scheduled commit signal'), stop: step('stop scheduled commit signal') } as never,
+    { enabled: false } as never,
   );
   return { lifecycle, calls, deadlines, consumerConnection, publisherConnection };
 }

@@ -26,6 +26,7 @@ import { OutboxRelay } from '../outbox/outbox-relay.service';
 import { DelayTopology } from '../retry/delay-topology.service';
 import { ScheduledCommitSignal } from '../scheduling/scheduled-commit-signal.service';
 import { ScheduledPromoter } from '../scheduling/scheduled-promoter.service';
+import { ScheduledRepublisher } from '../scheduling/scheduled-republisher.service';
 import { errorMessage } from '../util/error-text';
 import { withTimeout } from '../util/with-timeout';
 import { ShutdownSignal } from '../shutdown/shutdown-signal';
@@ -44,12 +45,14 @@ const PAST_DEADLINE_GRACE_MS = 1000;
  *    one that scheduled a message tells the promoters when it is due;
  * 2. the consumer connection connects and declares the topology: the retry delay levels, then the exchanges and
  *    each consumer's queues, its binding to the retry deliver exchange and, when it orders by key, its
- *    key exchange. Nothing is published before the exchanges exist;
+ *    key exchange, and with `scheduling.brokerDelays` the scheduled messages' republish queue. Nothing is
+ *    published before the exchanges exist;
  * 3. the publisher connection connects and opens the confirm channel that retries, dead letters, the relay and
  *    MessagePublisher publish on;
  * 4. the outbox relay, the scheduled messages' promoter and the outbox pruner start where this process relays,
  *    the inbox pruner where a consumer deduplicates, the claim-check pruner where there is a claim-check store;
- * 5. the consumers subscribe, last, so a delivery that fails at once can already publish its retry.
+ * 5. the consumers subscribe, last, so a delivery that fails at once can already publish its retry, and with them
+ *    the scheduled messages' republisher (where consumers are enabled).
  * When a step fails, what started stops again and the error fails the app's start.
  *
  * Reconnect: each connection runs its own part again, on its own, after every reconnection: the consumer
@@ -68,7 +71,8 @@ const PAST_DEADLINE_GRACE_MS = 1000;
  *    (each consumer's intake: intake/consumer-intake.ts);
  * 3. in-flight handlers finish and are acknowledged, up to the deadline; at the deadline the handlers still
  *    running have their `ctx.signal` aborted, and their deliveries go back to the broker as the consumer
- *    channels close (the log says how many);
+ *    channels close (the log says how many). The scheduled messages' republisher cancels its subscription and
+ *    finishes the publishes in hand within the same deadline;
  * 4. the database probe stops;
  * 5. the scheduled messages' promoter stops after its statement in progress, then the outbox relay finishes
  *    its batch and its confirms;
@@ -106,6 +110,7 @@ export class MessagingLifecycle
     private readonly metrics: MessagingMetrics,
     private readonly promoter: ScheduledPromoter,
     private readonly scheduledCommits: ScheduledCommitSignal,
+    private readonly republisher: ScheduledRepublisher,
   ) {}
 
   /** True from the moment shutdown begins; readiness reports unhealthy from then on. */
@@ -136,7 +141,7 @@ export class MessagingLifecycle
       if (this.claimCheckPruner.enabled) this.claimCheckPruner.start();
       this.consuming = true;
       const model = this.consumerConnection.model;
-      if (model) await this.registry.startAll(model);
+      if (model) await this.startConsuming(model);
     } catch (error) {
       await this.undoStartup();
       throw error;
@@ -159,7 +164,14 @@ export class MessagingLifecycle
     const consumers = this.registry.consumers;
     await this.delayTopology.declareLevels(model, consumers);
     await this.topology.declare(model, consumers);
-    if (this.consuming) await this.registry.startAll(model);
+    if (this.republisher.enabled) await this.republisher.declare(model);
+    if (this.consuming) await this.startConsuming(model);
+  }
+
+  /** Startup's step 5: the consumers, and the scheduled messages' republisher where this process consumes. */
+  private async startConsuming(model: ChannelModel): Promise<void> {
+    await this.registry.startAll(model);
+    if (this.republisher.enabled && this.options.consumersEnabled) await this.republisher.start(model);
   }
 
   private beginShutdown(): void {
@@ -173,7 +185,12 @@ export class MessagingLifecycle
     this.logger.log(
       `shutting down${signal ? ` on ${signal}` : ''}: draining consumers (deadline ${this.options.shutdownTimeoutMs} ms)`,
     );
-    const { completed, abandoned } = await this.registry.stopAll(deadline);
+    const [{ completed, abandoned }] = await Promise.all([
+      this.registry.stopAll(deadline),
+      this.republisher.enabled
+        ? this.step('scheduled messages republisher', deadline, () => this.republisher.stop(deadline))
+        : undefined,
+    ]);
     this.database.stop();
     if (abandoned > 0) {
       this.logger.warn(
@@ -200,6 +217,9 @@ export class MessagingLifecycle
   /** After a failed start: stops whatever startup had started, so nothing keeps running or holds the process. */
   private async undoStartup(): Promise<void> {
     const deadline = Date.now() + this.options.shutdownTimeoutMs;
+    if (this.republisher.enabled) {
+      await this.step('scheduled messages republisher', deadline, () => this.republisher.stop(deadline));
+    }
     if (this.relay.enabled) {
       await this.step('scheduled messages promoter', deadline, () => this.promoter.stop());
       await this.step('outbox relay', deadline, () => this.relay.stop(deadline));

@@ -53,6 +53,15 @@ export class MessagingMetrics {
   readonly publishConfirmDuration: Histogram<'exchange' | 'outcome'>;
   /** Rows the pruners deleted, by what they prune (`inbox`, `outbox`, `idempotency_keys`, `claim_check`). */
   readonly prunedRows: Counter<'kind'>;
+  /** Scheduled messages sent into the broker's delay levels (no outbox), confirmed. */
+  readonly scheduledDelayed: Counter<never>;
+  /**
+   * Scheduled messages the republisher took out of the delay levels, by outcome: `delivered`, `waiting` (back
+   * into the levels, not yet due) or `dead-lettered`.
+   */
+  readonly scheduledRepublished: Counter<'outcome'>;
+  /** How late the republisher sent a scheduled message to its destination: now minus its due time. */
+  readonly scheduledLateness: Histogram<never>;
 
   private readonly owned: Array<[string, Metric]> = [];
   private readonly labellers = new Map<string, (type: unknown) => string>();
@@ -120,6 +129,22 @@ export class MessagingMetrics {
       'rm_pruned_rows_total',
       'Rows (or claim-check bodies) past their retention that a pruner deleted, by what it prunes; counted per batch, so a long prune shows its progress.',
       ['kind'],
+    );
+    this.scheduledDelayed = this.counter(
+      'rm_scheduled_delayed_total',
+      "Scheduled messages sent into the broker's delay levels (no outbox), confirmed by the broker.",
+      [],
+    );
+    this.scheduledRepublished = this.counter(
+      'rm_scheduled_republished_total',
+      'Scheduled messages the republisher took out of the delay levels, by outcome (delivered, waiting, dead-lettered).',
+      ['outcome'],
+    );
+    this.scheduledLateness = this.histogram(
+      'rm_scheduled_lateness_seconds',
+      'How late the republisher sent a scheduled message to its destination: now minus its due time.',
+      [],
+      LAG_BUCKETS,
     );
   }
 

@@ -18,6 +18,11 @@ import {
   type ResolvedClaimCheckOptions,
 } from './claim-check.options';
 import { resolveJsonLimits, type JsonLimits } from './json-limits.options';
+import {
+  resolveSchedulingOptions,
+  type ResolvedSchedulingOptions,
+  type SchedulingOptions,
+} from './scheduling.options';
 
 /** The type of a queue this module declares. Quorum queues are replicated and the default. */
 export type QueueType = 'quorum' | 'classic';
@@ -130,6 +135,11 @@ export interface ReliableMessagingModuleOptions {
    * (with one, they go to the `rm_dead_letter_audit` table). Default: `dead-letter-audit.jsonl` in the working directory.
    */
   deadLetterAuditFile?: string;
+  /**
+   * Scheduled messages without a `dataSource`: opt in to the broker's delay levels (docs/scheduling.md, "Without
+   * an outbox"). Defaults: see SchedulingOptions (off; at most 24 h).
+   */
+  scheduling?: SchedulingOptions;
 }
 
 /** Opens a connection to the broker at `url`, as amqplib's `connect(url, socketOptions)` does. */
@@ -168,6 +178,7 @@ export interface ResolvedMessagingOptions {
   readinessRequiresBroker: boolean;
   retry: ResolvedRetryOptions;
   deadLetterAuditFile?: string;
+  scheduling: ResolvedSchedulingOptions;
 }
 
 /** Every key of the module's options, for the startup check that refuses a key it does not know. */
@@ -203,6 +214,7 @@ const MODULE_OPTION_KEYS = optionKeys<ReliableMessagingModuleOptions>({
   readinessRequiresBroker: true,
   retry: true,
   deadLetterAuditFile: true,
+  scheduling: true,
 });
 const RECONNECT_OPTION_KEYS = optionKeys<NonNullable<ReliableMessagingModuleOptions['reconnect']>>({
   initialDelayMs: true,
@@ -295,6 +307,7 @@ export function resolveOptions(
     readinessRequiresBroker: options.readinessRequiresBroker ?? options.dataSource === undefined,
     retry: resolveRetryOptions(options.retry),
     deadLetterAuditFile: options.deadLetterAuditFile,
+    scheduling: resolveSchedulingOptions(options.scheduling, options.dataSource !== undefined),
   };
 
   assertName('exchange', resolved.exchange);

@@ -6,6 +6,7 @@ import { EnvelopeFactory } from '../envelope/envelope.factory';
 import { ConfigurationError } from '../errors/configuration.error';
 import { PublishTimeoutError } from '../errors/publish.error';
 import { OutboxWriter } from '../outbox/outbox-writer.service';
+import { BrokerDelayWriter } from '../scheduling/broker-delay-writer.service';
 import { scheduledDelivery } from '../scheduling/scheduled-delivery';
 import { ScheduledWriter } from '../scheduling/scheduled-writer.service';
 import { RequestChannel } from '../request-reply/request-channel.service';
@@ -32,6 +33,7 @@ export class MessagePublisher {
     private readonly requests: RequestChannel,
     private readonly claimChecks: ClaimCheckWriter,
     private readonly scheduled: ScheduledWriter,
+    private readonly brokerDelays: BrokerDelayWriter,
   ) {}
 
   /**
@@ -42,9 +44,11 @@ export class MessagePublisher {
    *
    * With `deliverAt` or `delayMs` (docs/scheduling.md) the message is written to the scheduled messages table in
    * that transaction instead, and sent when due; the receipt's `messageId` cancels it until then
-   * (`ScheduledMessages.cancel()`). Throws a ConfigurationError when both are given or either is invalid, and
-   * without a `dataSource`, which scheduled messages need (but under the testing module, which holds them for
-   * the harness's clock).
+   * (`ScheduledMessages.cancel()`). Throws a ConfigurationError when both are given or either is invalid.
+   * Without a `dataSource`, with `scheduling.brokerDelays` on, it goes into the broker's delay levels at once and
+   * resolves on the broker's confirm; it cannot be cancelled, and a delay above `scheduling.maxDelayMs` throws a
+   * ConfigurationError. Without either, a scheduled publish throws a ConfigurationError, but under the testing
+   * module, which holds it for the harness's clock.
    */
   async publish(message: object, options: PublishOptions = {}): Promise<PublishReceipt> {
     const [receipt] = await this.publishAll([message], options);
@@ -71,15 +75,19 @@ export class MessagePublisher {
     }
     const type = describeType(messages[0] ?? {});
     const delivery = scheduledDelivery(type, options);
-    if (delivery && !this.scheduled.enabled) {
+    if (delivery && !this.scheduled.enabled && !this.brokerDelays.enabled) {
       throw new ConfigurationError(
-        `publish() of '${type}' with deliverAt or delayMs: scheduled messages wait in the ` +
-          "outbox's database, so they need the module's dataSource option (see docs/scheduling.md)",
+        `publish() of '${type}' with deliverAt or delayMs: scheduled messages wait in the outbox's ` +
+          "database (the module's dataSource option), or without one in the broker's delay levels " +
+          '(scheduling: { brokerDelays: true }); see docs/scheduling.md',
       );
     }
     const outbound = messages.map((message) => this.envelopes.create(message, options));
-    if (delivery) {
+    if (delivery && this.scheduled.enabled) {
       await this.scheduled.write(outbound, delivery, options.manager);
+    } else if (delivery) {
+      await this.sendNow(this.brokerDelays.delayed(outbound, delivery));
+      this.brokerDelays.recordSent(outbound.length);
     } else if (this.outbox.enabled) {
       await this.outbox.write(outbound, options.manager);
     } else {

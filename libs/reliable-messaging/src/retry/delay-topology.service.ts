@@ -44,17 +44,30 @@ export class DelayTopology {
     return args;
   }
 
-  /** How many levels `consumers` need: enough for their longest retry delay plus a redelivery checkpoint's step. */
+  /**
+   * How many levels this process needs: enough for its consumers' longest retry delay plus a redelivery
+   * checkpoint's step, and for `scheduling.maxDelayMs` when scheduled messages wait in the levels; none for a
+   * process with neither.
+   */
   levelCount(consumers: readonly ConsumerPlan[]): number {
-    const longest = Math.max(0, ...consumers.map((consumer) => consumer.retry.options.maxDelayMs));
+    const scheduling = this.options.scheduling;
+    if (consumers.length === 0 && !scheduling?.brokerDelays) return 0;
+    const longest = Math.max(
+      0,
+      ...consumers.map((consumer) => consumer.retry.options.maxDelayMs),
+      scheduling?.brokerDelays ? scheduling.maxDelayMs : 0,
+    );
     return levelsFor(longest + DELAY_RESOLUTION_MS);
   }
 
-  /** Declares the levels `consumers` need and the deliver exchange; run before their topology, which binds to it. */
+  /**
+   * Declares the levels this process needs (levelCount) and the deliver exchange; run before the consumers'
+   * topology and the scheduled messages' republish queue, which bind to it.
+   */
   async declareLevels(model: ChannelModel, consumers: readonly ConsumerPlan[]): Promise<void> {
-    if (consumers.length === 0) return;
-    const exchange = this.options.exchange;
     const levels = this.levelCount(consumers);
+    if (levels === 0) return;
+    const exchange = this.options.exchange;
     await withDeclarationChannel(model, async (channel) => {
       const deliver = deliverExchangeName(exchange);
       await channel.assertExchange(deliver, 'headers', { durable: true });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { ConfigurationError } from '../errors/configuration.error';
-import { dueTime, scheduledDelivery, type ScheduleOptions } from './scheduled-delivery';
+import type { OutboundMessage } from '../envelope/envelope';
+import { assertBodiesOutlive, dueTime, scheduledDelivery, type ScheduleOptions } from './scheduled-delivery';
 
 const NOW = Date.UTC(2026, 0, 1, 12, 0, 0);
 
@@ -56,5 +57,33 @@ describe('scheduledDelivery', () => {
   it('tells when a delivery falls by the app clock', () => {
     expect(dueTime({ at: new Date(NOW + 10) }, NOW)).toBe(NOW + 10);
     expect(dueTime({ afterMs: 250 }, NOW)).toBe(NOW + 250);
+  });
+});
+
+describe('assertBodiesOutlive', () => {
+  const message = (expiresAt?: number): OutboundMessage => ({
+    exchange: 'events',
+    routingKey: 'order.placed',
+    body: Buffer.alloc(0),
+    properties: { messageId: 'm', type: 'order.placed', headers: {} },
+    claimCheck:
+      expiresAt === undefined
+        ? undefined
+        : {
+            location: 'x',
+            body: Buffer.alloc(0),
+            info: { id: 'x', expiresAt: new Date(expiresAt), messageType: 'order.placed' },
+          },
+  });
+
+  it('lets through messages without a claim check, or whose body outlives the due time', () => {
+    expect(() => assertBodiesOutlive([message(), message(NOW + 1000)], NOW + 1000)).not.toThrow();
+  });
+
+  it('refuses a claim-checked message whose body expires before it is due, naming the option to raise', () => {
+    expect(() => assertBodiesOutlive([message(), message(NOW + 999)], NOW + 1000)).toThrow(
+      ConfigurationError,
+    );
+    expect(() => assertBodiesOutlive([message(NOW + 999)], NOW + 1000)).toThrow(/claimCheck\.timeToLiveMs/);
   });
 });

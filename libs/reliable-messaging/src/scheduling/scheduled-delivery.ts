@@ -1,3 +1,4 @@
+import type { OutboundMessage } from '../envelope/envelope';
 import { ConfigurationError } from '../errors/configuration.error';
 
 /**
@@ -56,6 +57,23 @@ export function scheduledDelivery(
 /** When `delivery` falls, by the app's clock: for a delay, `now` plus the delay. */
 export function dueTime(delivery: ScheduledDelivery, now: number = Date.now()): number {
   return delivery.at ? delivery.at.getTime() : now + delivery.afterMs;
+}
+
+/**
+ * Refuses, with a ConfigurationError, a claim-checked message whose stored body would expire before it is due at
+ * `dueAt`: its consumer would find no body.
+ */
+export function assertBodiesOutlive(messages: readonly OutboundMessage[], dueAt: number): void {
+  const outlived = messages.find(
+    (message) => message.claimCheck && message.claimCheck.info.expiresAt.getTime() < dueAt,
+  );
+  if (outlived) {
+    throw new ConfigurationError(
+      `publish() of '${outlived.properties.type ?? outlived.routingKey}': its claim-checked body expires at ` +
+        `${outlived.claimCheck?.info.expiresAt.toISOString()}, before the message is due at ` +
+        `${new Date(dueAt).toISOString()}; raise claimCheck.timeToLiveMs or schedule it sooner`,
+    );
+  }
 }
 
 function describe(value: unknown): string {

@@ -90,7 +90,8 @@ export class ScheduledMessages {
   private requireDataSource(): void {
     if (!this.options.dataSource) {
       throw new ConfigurationError(
-        'ReliableMessaging: scheduled messages live in the outbox database; set the dataSource option',
+        'ReliableMessaging: scheduled messages live in the outbox database; set the dataSource option ' +
+          "(messages scheduled in the broker's delay levels, scheduling.brokerDelays, cannot be cancelled)",
       );
     }
   }

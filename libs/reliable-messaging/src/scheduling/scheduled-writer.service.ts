@@ -4,11 +4,10 @@ import type { EntityManager } from 'typeorm';
 import { RESOLVED_MESSAGING_OPTIONS, TRANSACTION_GROUP_PREFIX } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import type { OutboundMessage } from '../envelope/envelope';
-import { ConfigurationError } from '../errors/configuration.error';
 import { TransactionContext } from '../database/transaction-context.service';
 import { writingTransaction } from '../database/writing-transaction';
 import { ClaimCheckWriter } from '../claim-check/claim-check-writer.service';
-import { dueTime, type ScheduledDelivery } from './scheduled-delivery';
+import { assertBodiesOutlive, dueTime, type ScheduledDelivery } from './scheduled-delivery';
 import { ScheduledCommitSignal } from './scheduled-commit-signal.service';
 import { ScheduledStore } from './scheduled-store.service';
 
@@ -46,16 +45,7 @@ export class ScheduledWriter {
     if (messages.length === 0) return;
     const type = messages[0].properties.type ?? messages[0].routingKey;
     const dueAt = dueTime(delivery);
-    const outlived = messages.find(
-      (message) => message.claimCheck && message.claimCheck.info.expiresAt.getTime() < dueAt,
-    );
-    if (outlived) {
-      throw new ConfigurationError(
-        `publish() of '${outlived.properties.type ?? type}': its claim-checked body expires at ` +
-          `${outlived.claimCheck?.info.expiresAt.toISOString()}, before the message is due at ` +
-          `${new Date(dueAt).toISOString()}; raise claimCheck.timeToLiveMs or schedule it sooner`,
-      );
-    }
+    assertBodiesOutlive(messages, dueAt);
     const target = await writingTransaction(type, manager, this.transactions, this.options.dataSource);
     await this.claimChecks.write(messages, target);
     try {
