@@ -5,6 +5,7 @@ import { errorMessage } from '../util/error-text';
 import { CLAIM_CHECK_TABLE } from '../database/table-names';
 import { BODY_ID, createdAtOfId } from './claim-check-store';
 import { sizeMismatch } from './stored-body-size';
+import { sleep } from '../util/backoff';
 import type {
   ClaimCheckBodyInfo,
   ClaimCheckStore,
@@ -30,8 +31,11 @@ interface ExpiredBody {
 export class PostgresClaimCheckStore implements ClaimCheckStore {
   readonly kind = 'postgres';
 
-  /** Where the round of `deleteExpired` calls with this `keep` set has read up to. */
-  private round?: { keep: ReadonlySet<string>; after: ExpiredBody };
+  /**
+   * The round of `deleteExpired` calls with this `keep` set: where it has read up to, and when its next batch may
+   * start (performance.now()).
+   */
+  private round?: { keep: ReadonlySet<string>; after?: ExpiredBody; nextBatchAt: number };
 
   constructor(private readonly dataSource: DataSource) {}
 
@@ -87,7 +91,10 @@ export class PostgresClaimCheckStore implements ClaimCheckStore {
   /**
    * Reads the expired bodies in expiry order, a page at a time, and deletes those not in `keep` by id. The batches
    * of one round (one `keep` set) resume after the last body the previous one looked at, so each body a dead letter
-   * refers to is read once a round, not once a batch.
+   * refers to is read once a round, not once a batch. Each batch of a round starts no sooner after the previous
+   * one than that one took: the deletes share the database with the app's own writes (each page they touch first
+   * after a checkpoint goes whole into the WAL, which the app's commits wait on), so a round takes it at most half
+   * the time, as PostgreSQL's `vacuum_cost_delay` paces a vacuum.
    *
    * NOTE: the kept ids once went to PostgreSQL with every batch (`NOT (id = ANY($keep))`): with 10,000 of them, each
    * batch parsed, planned and hashed the 10,000 ids and walked past every kept body ahead of it again, 3 to 4 times
@@ -98,7 +105,10 @@ export class PostgresClaimCheckStore implements ClaimCheckStore {
     now = new Date(),
     keep: ReadonlySet<string> = new Set(),
   ): Promise<number> {
-    let after = this.round?.keep === keep ? this.round.after : undefined;
+    const round = this.round?.keep === keep ? this.round : undefined;
+    if (round && round.nextBatchAt > performance.now()) await sleep(round.nextBatchAt - performance.now());
+    const started = performance.now();
+    let after = round?.after;
     const expired: string[] = [];
     for (let ended = false; !ended && expired.length < limit;) {
       // Pages of what the batch still lacks (the kept bodies between make it short), never tiny.
@@ -116,14 +126,17 @@ export class PostgresClaimCheckStore implements ClaimCheckStore {
         if (!keep.has(row.id)) expired.push(row.id);
       }
     }
-    this.round = after && { keep, after };
-    if (expired.length === 0) return 0;
     // NOTE: TypeORM's postgres driver answers a DELETE with [rows, affected count].
-    const [, count] = await this.dataSource.query<[unknown, number]>(
-      `DELETE FROM "${CLAIM_CHECK_TABLE}" WHERE id = ANY(ARRAY(SELECT id FROM "${CLAIM_CHECK_TABLE}" ` +
-        `WHERE id = ANY($1::uuid[]) AND expires_at <= $2 FOR UPDATE SKIP LOCKED))`,
-      [expired, now],
-    );
+    const [, count] =
+      expired.length === 0
+        ? [undefined, 0]
+        : await this.dataSource.query<[unknown, number]>(
+            `DELETE FROM "${CLAIM_CHECK_TABLE}" WHERE id = ANY(ARRAY(SELECT id FROM "${CLAIM_CHECK_TABLE}" ` +
+              `WHERE id = ANY($1::uuid[]) AND expires_at <= $2 FOR UPDATE SKIP LOCKED))`,
+            [expired, now],
+          );
+    const finished = performance.now();
+    this.round = { keep, after, nextBatchAt: finished + (finished - started) };
     return count;
   }
 
