@@ -31,8 +31,12 @@ function slowDatabase(): { dataSource: DataSource; sentAt: number[] } {
  * long as each batch took (the scale suite's claim-check case: publishers during a prune of 100,000 bodies).
  */
 describe('PostgresClaimCheckStore.deleteExpired, batch after batch', () => {
-  beforeEach(() => jest.useFakeTimers());
-  afterEach(() => jest.useRealTimers());
+  beforeEach(() => {
+    jest.useFakeTimers();
+  });
+  afterEach(() => {
+    jest.useRealTimers();
+  });
 
   it("starts a round's next batch no sooner after the last one than that one took", async () => {
     const { dataSource, sentAt } = slowDatabase();
