@@ -1065,25 +1065,6 @@ function claimCheckApp(
   return { module: ClaimCheckAppModule };
 }
 
-/**
- * CPU milliseconds the backends connected to `dataSource`'s database have used, from /proc (clock ticks of 10 ms);
- * undefined when PostgreSQL runs on another machine. CPU time, unlike throughput, holds when other work shares
- * the machine.
- */
-async function databaseCpuMs(dataSource: DataSource): Promise<number | undefined> {
-  const backends = await dataSource.query<Array<{ pid: number }>>(
-    'SELECT pid FROM pg_stat_activity WHERE datname = current_database()',
-  );
-  let total = 0;
-  for (const { pid } of backends) {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-    if (stat === undefined) return undefined;
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    total += (Number(fields[11]) + Number(fields[12])) * 10;
-  }
-  return total;
-}
-
 /** One prune of the claim-check case: publishes without it, then during it. */
 interface ClaimCheckPrune {
   quiet: Measurement;
@@ -1096,11 +1077,6 @@ interface ClaimCheckPrune {
   firstBatchMs: number;
   /** Of the bodies dead letters refer to, how many were still stored after it. */
   kept: number;
-  /**
-   * The database's CPU during the prune less what the messages published meanwhile cost it without a prune: the
-   * prune's own, in ms; undefined when it cannot be read.
-   */
-  databaseCpuMs?: number;
 }
 
 /**
@@ -1235,9 +1211,7 @@ async function claimCheck(prefix: string, connection: ChannelModel): Promise<Sca
         )?.value ?? 0;
       const prune = async (previous: boolean): Promise<ClaimCheckPrune> => {
         store.previous = previous;
-        const quietCpu = await databaseCpuMs(dataSource);
         const quiet = await publish(() => false, CLAIM_CHECK_MESSAGES);
-        const duringCpu = await databaseCpuMs(dataSource);
         const countedBefore = await counted();
         const started = performance.now();
         let prunedMs: number | undefined;
@@ -1252,7 +1226,6 @@ async function claimCheck(prefix: string, connection: ChannelModel): Promise<Sca
         const during = await publish(() => prunedMs !== undefined);
         const pruned = await pruning;
         await watching;
-        const afterCpu = await databaseCpuMs(dataSource);
         const [{ n: kept }] = await dataSource.query<Array<{ n: string }>>(
           `SELECT count(*) AS n FROM rm_claim_check WHERE id = ANY($1::uuid[])`,
           [referredIds],
@@ -1265,10 +1238,6 @@ async function claimCheck(prefix: string, connection: ChannelModel): Promise<Sca
           prunedMs: prunedMs ?? 0,
           firstBatchMs: firstBatchMs ?? 0,
           kept: Number(kept),
-          databaseCpuMs:
-            quietCpu === undefined || duringCpu === undefined || afterCpu === undefined
-              ? undefined
-              : afterCpu - duringCpu - ((duringCpu - quietCpu) * during.messages) / quiet.messages,
         };
       };
       // Unmeasured: the first publishes of a process are slower (compilation, the pool's connections), and would
@@ -1286,8 +1255,7 @@ async function claimCheck(prefix: string, connection: ChannelModel): Promise<Sca
         return (
           `${side.pruned.toLocaleString('en')} bodies in ${seconds(side.prunedMs)}: the mark phase and first batch ${seconds(side.firstBatchMs)} ` +
           `(${referred.toLocaleString('en')} dead letters read), then ${Math.round((1000 * side.pruned) / Math.max(deleteMs, 1)).toLocaleString('en')} rows/s; ` +
-          `rm_pruned_rows_total{kind="claim_check"} ${side.counted}; ${side.kept} of the ${referred} referred bodies kept; ` +
-          `the database's CPU for it ${side.databaseCpuMs === undefined ? 'not read (PostgreSQL elsewhere)' : seconds(side.databaseCpuMs)}`
+          `rm_pruned_rows_total{kind="claim_check"} ${side.counted}; ${side.kept} of the ${referred} referred bodies kept`
         );
       };
       return {
