@@ -22,7 +22,8 @@ const CASES = [
  * timed to its arrival, the prune's rows as its metric counted them, and each many-consumers process's start-up,
  * memory, channels and CPU a message, each operator tool's reading of 300 dead letters against 100 (`dlq list` as
  * a process with its peak RSS, the API list, the console overview) against the pod's memory limit, and the
- * claim-check prune of its expired, unreferred bodies while claim-checked messages are published. No timing is asserted; the full sizes are
+ * claim-check prune of its expired, unreferred bodies while claim-checked messages are published (the previous
+ * statement's prune, then the module's, each on the store written afresh). No timing is asserted; the full sizes are
  * `BENCH_SUITES=scale npm run bench` (docs/benchmarks.md).
  */
 describe('the scale benchmark, quick form (BENCH_SUITES=scale npm run bench)', () => {
@@ -92,9 +93,12 @@ describe('the scale benchmark, quick form (BENCH_SUITES=scale npm run bench)', (
     );
     expect(deadLetters('console overview')).toMatch(/100: \d+ ms, .*; 300: \d+ ms, /);
     expect(deadLetters('RSS against the pod limit (512 MiB')).toMatch(/highest peak \d+ MiB, \d+% of it/);
-    // The expired bodies no dead letter refers to pruned, counted by the metric; the 100 referred to kept.
-    expect(bench.stdout.find((line) => line.startsWith('| claim-check | the prune |'))).toMatch(
-      /\| 2,600 bodies in .* rm_pruned_rows_total\{kind="claim_check"\} 2600; 100 of the 100 referred bodies kept \|$/,
-    );
+    // The expired bodies no dead letter refers to pruned, counted by the metric; the 100 referred to kept: by the
+    // module's prune, and by the previous statement the case measures beside it, on the store written again.
+    for (const prune of ['the prune', 'before: the prune (the kept ids sent with every batch)']) {
+      expect(bench.stdout.find((line) => line.startsWith(`| claim-check | ${prune} |`))).toMatch(
+        /\| 2,600 bodies in .* rm_pruned_rows_total\{kind="claim_check"\} 2600; 100 of the 100 referred bodies kept \|$/,
+      );
+    }
   }, 300_000);
 });

@@ -51,7 +51,9 @@ export interface ClaimCheckStore {
   delete(location: string): Promise<void>;
   /**
    * Deletes up to `limit` bodies whose time to live has passed, except those whose location (`locate()`) is in
-   * `keep`: expired bodies a dead letter still refers to. Resolves with how many went.
+   * `keep`: expired bodies a dead letter still refers to. Resolves with how many went; fewer than `limit` once
+   * none is left. The pruner passes the same `keep` set to every batch of a round, so a store may resume each
+   * batch where the round's previous one stopped.
    */
   deleteExpired(limit: number, now?: Date, keep?: ReadonlySet<string>): Promise<number>;
   stats(): Promise<ClaimCheckStoreStats>;
