@@ -66,7 +66,7 @@ export async function orderFlowCase(
   const result: TransactionalCase = {
     name: 'order-flow',
     scenario:
-      `POST to receipt (payment, shipping, receipt, history, activity), ${ORDERS} orders, ${CONCURRENCY} POSTs in flight; ` +
+      `POST to receipt (saga, payment, saga, shipping, saga and receipt, history, activity), ${ORDERS} orders, ${CONCURRENCY} POSTs in flight; ` +
       `orders/s and CPU µs/order of the service's process; latency at ${ORDER_RATE} orders/s`,
     targets: { throughput: THROUGHPUT_TARGET },
     handWritten: { runs: [], latenciesMs: [] },
@@ -103,7 +103,8 @@ export async function orderFlowCase(
         app,
         appDatabase.url,
         { ...ORDER_APP_TABLES, payments: 'payments' },
-        'TRUNCATE orders, order_items, payments, order_history, rm_inbox, rm_outbox',
+        'TRUNCATE orders, order_items, payments, refunds, payment_voids, order_history, rm_saga, rm_saga_history, ' +
+          'rm_scheduled, rm_inbox, rm_outbox',
         result.module,
         clients,
       ),
