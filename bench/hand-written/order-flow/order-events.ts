@@ -10,6 +10,8 @@ export interface OrderEvent {
   properties: Options.Publish & { messageId: string };
   body: Buffer;
   orderingKey: string;
+  /** The key its consumers deduplicate on (also its `rm-idempotency-key` header). */
+  idempotencyKey: string;
 }
 
 /** The message that caused an event, whose ids the event carries on. */
@@ -38,6 +40,7 @@ function orderEvent(
   return {
     routingKey,
     orderingKey: payload.orderId,
+    idempotencyKey,
     body: Buffer.from(JSON.stringify(payload)),
     properties: {
       messageId,

@@ -133,7 +133,7 @@ async function schedule(
     text: SCHEDULE,
     values: [
       event.properties.messageId,
-      event.properties.headers?.['rm-idempotency-key'],
+      event.idempotencyKey,
       exchange,
       event.routingKey,
       JSON.stringify(event.properties),
