@@ -32,6 +32,15 @@ const LATENCY_ORDERS = Number(process.env.BENCH_TX_LATENCY_ORDERS ?? Math.min(OR
 const WARM_UP_ORDERS = Math.min(300, Math.ceil(ORDERS / 10));
 /** The compiled hand-written order service, beside this file in dist/. */
 const HAND_WRITTEN_MAIN = join(__dirname, 'hand-written', 'order-flow', 'main.js');
+/**
+ * Connections the idle service may hold while the other is measured: its relay's poll and the like. Both pools
+ * full (60 each) would not fit PostgreSQL's default of 100 connections; the one measured would be refused some.
+ */
+const IDLE_CONNECTIONS = 8;
+/** How long the case waits for the idle service's pool to shrink (pg's pools close a client idle for 10 s). */
+const IDLE_WAIT_MS = 30_000;
+/** The hand-written service's `application_name`, by which its connections are counted. */
+const HAND_WRITTEN_APPLICATION = 'hand-written-order-service';
 /** The issue's throughput target for the whole flow; CPU and p99 are the suite's. */
 const THROUGHPUT_TARGET = 0.8;
 
@@ -45,6 +54,8 @@ interface Service {
   tables: FlowTables & { payments: string };
   /** Empties its tables, so each run starts from the same state. */
   reset: string;
+  /** Counts the service's own connections, through its client (which it leaves out). */
+  connections: string;
   into: TransactionalCase['module'];
 }
 
@@ -66,7 +77,7 @@ export async function orderFlowCase(
   const result: TransactionalCase = {
     name: 'order-flow',
     scenario:
-      `POST to receipt (payment, shipping, receipt, history, activity), ${ORDERS} orders, ${CONCURRENCY} POSTs in flight; ` +
+      `POST to receipt (saga, payment, saga, shipping, saga and receipt, history, activity), ${ORDERS} orders, ${CONCURRENCY} POSTs in flight; ` +
       `orders/s and CPU µs/order of the service's process; latency at ${ORDER_RATE} orders/s`,
     targets: { throughput: THROUGHPUT_TARGET },
     handWritten: { runs: [], latenciesMs: [] },
@@ -95,6 +106,7 @@ export async function orderFlowCase(
         db.url,
         { orders: 'hw_orders', outbox: 'hw_outbox', history: 'hw_order_history', payments: 'hw_payments' },
         ORDER_FLOW_TRUNCATE,
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = '${HAND_WRITTEN_APPLICATION}'`,
         result.handWritten,
         clients,
       ),
@@ -103,20 +115,26 @@ export async function orderFlowCase(
         app,
         appDatabase.url,
         { ...ORDER_APP_TABLES, payments: 'payments' },
-        'TRUNCATE orders, order_items, payments, order_history, rm_inbox, rm_outbox',
+        'TRUNCATE orders, order_items, payments, refunds, payment_voids, order_history, rm_saga, rm_saga_history, ' +
+          'rm_scheduled, rm_inbox, rm_outbox',
+        'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
         result.module,
         clients,
       ),
     ]);
     for (const service of services) {
+      await poolShrunk(services.find((other) => other !== service) as Service);
       await placeOrders(service.baseUrl, WARM_UP_ORDERS, CONCURRENCY);
       await service.watcher.waitFor(WARM_UP_ORDERS, true, service.app);
     }
     for (let round = 1; round <= ROUNDS; round++) {
       for (const service of services) {
+        const idle = services.find((other) => other !== service) as Service;
         await service.client.query(service.reset);
+        await poolShrunk(idle);
         service.into.runs.push(await throughput(service, round));
         await service.client.query(service.reset);
+        await poolShrunk(idle);
         service.into.latenciesMs.push(...(await latency(service)));
       }
     }
@@ -147,6 +165,7 @@ async function start(
   databaseUrl: string,
   tables: Service['tables'],
   reset: string,
+  connections: string,
   into: Service['into'],
   clients: Client[],
 ): Promise<Service> {
@@ -155,7 +174,24 @@ async function start(
   clients.push(client);
   await client.connect();
   const watcher = new FlowWatcher(client, tables);
-  return { who, app, baseUrl: `http://127.0.0.1:${port}`, client, watcher, tables, reset, into };
+  return { who, app, baseUrl: `http://127.0.0.1:${port}`, client, watcher, tables, reset, connections, into };
+}
+
+/**
+ * Waits until `idle` (the service not measured next) holds at most IDLE_CONNECTIONS connections, its pool's
+ * clients of the last run closed; after IDLE_WAIT_MS it says so and goes on.
+ */
+async function poolShrunk(idle: Service): Promise<void> {
+  const deadline = Date.now() + IDLE_WAIT_MS;
+  for (;;) {
+    const { rows } = await idle.client.query<{ n: number }>(idle.connections);
+    if (rows[0].n <= IDLE_CONNECTIONS) return;
+    if (Date.now() > deadline) {
+      console.log(`transactional: order-flow: the ${idle.who} service still holds ${rows[0].n} connections`);
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
 
 /**

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { HAND_WRITTEN_TABLES } from '../bench/hand-written/hand-written-schema';
-import { ORDER_FLOW_TABLES } from '../bench/hand-written/order-flow/order-flow-schema';
+import { ORDER_FLOW_TABLES, ORDER_FLOW_TRUNCATE } from '../bench/hand-written/order-flow/order-flow-schema';
 import {
   orderFlowBrokerNames,
   orderFlowNames,
@@ -25,13 +25,25 @@ interface Outcome {
   payments: number;
   history: number;
   events: number;
+  /** The order's saga instance: its status, its version and the steps its history holds. */
+  saga: string | null;
+  version: number | null;
+  steps: number;
+  /** Timeouts still scheduled for the order. */
+  timeouts: number;
 }
+
+/** What each order sends: OrderPlaced, two status changes, RequestPayment, PaymentCaptured, OrderPaid, OrderShipped. */
+const EVENTS_PER_ORDER = 7;
+/** A completed order's saga: started on OrderPlaced, continued on PaymentCaptured, completed on OrderShipped. */
+const COMPLETED_SAGA = { saga: 'completed', version: 3, steps: 3, timeouts: 0 };
 
 /**
  * The benchmarks' hand-written order service (bench/hand-written/order-flow/) keeps the guarantees it is compared
- * on, run as the benchmark runs it against the real broker and database: every order is paid once, shipped and
- * gets one receipt, with each status change recorded once by the history and the activity feed; a copy of an
- * event charges nothing more; and a crash mid-flow loses and doubles nothing.
+ * on, run as the benchmark runs it against the real broker and database: every order goes through the order
+ * saga's steps (its instance completed at version 3, its payment timeout deleted), is paid once, shipped and
+ * gets one receipt, with each status change recorded once by the history and the activity feed; a copy of a
+ * message charges nothing more; and a crash mid-flow loses and doubles nothing.
  */
 describe('the hand-written order service of the benchmarks', () => {
   let broker: TestBroker;
@@ -90,13 +102,19 @@ describe('the hand-written order service of the benchmarks', () => {
       `SELECT o.id, o.status, o.receipt_id IS NOT NULL AS receipt,
               (SELECT count(*) FROM hw_payments p WHERE p.order_id = o.id)::int AS payments,
               (SELECT count(*) FROM hw_order_history h WHERE h.order_id = o.id)::int AS history,
-              (SELECT count(*) FROM hw_outbox x WHERE x.ordering_key = o.id::text AND x.status = 'published')::int AS events
-         FROM hw_orders o ORDER BY o.id`,
+              (SELECT count(*) FROM hw_outbox x WHERE x.ordering_key = o.id::text AND x.status = 'published')::int AS events,
+              s.status AS saga, s.version,
+              (SELECT count(*) FROM hw_saga_history sh WHERE sh.saga_id = s.id)::int AS steps,
+              (SELECT count(*) FROM hw_scheduled t WHERE t.ordering_key = o.id::text)::int AS timeouts
+         FROM hw_orders o LEFT JOIN hw_saga s ON s.correlation_key = o.id::text ORDER BY o.id`,
     );
     return rows;
   }
 
-  /** Waits until every order is shipped, has its receipt, and all four of its events were recorded twice. */
+  /**
+   * Waits until every order is shipped, has its receipt, its saga completed, all its events sent and its status
+   * changes recorded twice.
+   */
   async function settled(orders: number, timeoutMs = 20_000): Promise<Outcome[]> {
     let seen: Outcome[] = [];
     await waitFor(
@@ -110,12 +128,14 @@ describe('the hand-written order service of the benchmarks', () => {
     return seen;
   }
   const done = (order: Outcome): boolean =>
-    order.status === 'shipped' && order.receipt && order.history >= 4 && order.events >= 4;
+    order.status === 'shipped' &&
+    order.receipt &&
+    order.saga === 'completed' &&
+    order.history >= 4 &&
+    order.events >= EVENTS_PER_ORDER;
 
-  it('each order is paid once, shipped, gets one receipt, and each of its status changes is recorded once by the history and the activity feed', async () => {
-    await pool.query(
-      'TRUNCATE hw_orders, hw_order_items, hw_payments, hw_order_history, hw_inbox, hw_outbox',
-    );
+  it('each order goes through the saga (completed, no timeout left), is paid once, shipped, gets one receipt, and each of its status changes is recorded once by the history and the activity feed', async () => {
+    await pool.query(ORDER_FLOW_TRUNCATE);
     await start();
 
     const responses = await Promise.all(Array.from({ length: 20 }, () => post(ORDER)));
@@ -125,8 +145,8 @@ describe('the hand-written order service of the benchmarks', () => {
     expect(views[0]).toMatchObject({ status: 'placed', totalCents: 3998, receiptSent: false });
     const orders = await settled(20);
     expect(orders.map((order) => order.id).sort()).toEqual(views.map((view) => view.id).sort());
-    expect(orders.map(({ payments, history, events }) => ({ payments, history, events }))).toEqual(
-      Array(20).fill({ payments: 1, history: 4, events: 4 }),
+    expect(orders.map(({ id: _id, status: _status, receipt: _receipt, ...rows }) => rows)).toEqual(
+      Array(20).fill({ payments: 1, history: 4, events: EVENTS_PER_ORDER, ...COMPLETED_SAGA }),
     );
     const { rows } = await pool.query<{ recorder: string; sequences: number[] }>(
       `SELECT recorder, array_agg(sequence ORDER BY position) AS sequences FROM hw_order_history
@@ -139,35 +159,39 @@ describe('the hand-written order service of the benchmarks', () => {
     ]);
   });
 
-  it('a copy of an OrderPlaced already handled, under a new message id, charges nothing more and sends no second OrderPaid', async () => {
-    await pool.query(
-      'TRUNCATE hw_orders, hw_order_items, hw_payments, hw_order_history, hw_inbox, hw_outbox',
-    );
-    await start();
-    const { id } = (await (await post(ORDER)).json()) as { id: string };
-    await settled(1);
-    const { rows } = await pool.query<{ properties: Record<string, unknown>; body: Buffer }>(
-      `SELECT properties, body FROM hw_outbox WHERE ordering_key = $1 AND routing_key = 'order.placed'`,
-      [id],
-    );
+  it.each([
+    ['an OrderPlaced', 'order.placed', 'sagaPlaced'],
+    ['a RequestPayment', 'payment.requested', 'payment'],
+  ] as const)(
+    'a copy of %s already handled, under a new message id, charges nothing more and sends nothing again',
+    async (_message, routingKey, queue) => {
+      await pool.query(ORDER_FLOW_TRUNCATE);
+      await start();
+      const { id } = (await (await post(ORDER)).json()) as { id: string };
+      await settled(1);
+      const { rows } = await pool.query<{ properties: Record<string, unknown>; body: Buffer }>(
+        'SELECT properties, body FROM hw_outbox WHERE ordering_key = $1 AND routing_key = $2',
+        [id, routingKey],
+      );
 
-    await broker.publishRaw({ exchange: names.exchange, routingKey: 'order.placed' }, rows[0].body, {
-      ...rows[0].properties,
-      messageId: randomUUID(),
-    });
-    await waitFor('the copy taken from the payment queue', async () => {
-      return (await broker.checkQueue(names.payment.queue)).messageCount === 0;
-    });
-    // A graceful stop settles every delivery in flight: after it, the copy has been handled.
-    expect(await service?.stop()).toMatchObject({ code: 0 });
+      await broker.publishRaw({ exchange: names.exchange, routingKey }, rows[0].body, {
+        ...rows[0].properties,
+        messageId: randomUUID(),
+      });
+      await waitFor(`the copy taken from the ${queue} queue`, async () => {
+        return (await broker.checkQueue(names[queue].queue)).messageCount === 0;
+      });
+      // A graceful stop settles every delivery in flight: after it, the copy has been handled.
+      expect(await service?.stop()).toMatchObject({ code: 0 });
 
-    expect(await outcomes()).toEqual([expect.objectContaining({ id, payments: 1, events: 4 })]);
-  });
+      expect(await outcomes()).toEqual([
+        expect.objectContaining({ id, payments: 1, events: EVENTS_PER_ORDER, ...COMPLETED_SAGA }),
+      ]);
+    },
+  );
 
   it('killed mid-flow and started again, it loses no order and doubles no charge, receipt or history entry', async () => {
-    await pool.query(
-      'TRUNCATE hw_orders, hw_order_items, hw_payments, hw_order_history, hw_inbox, hw_outbox',
-    );
+    await pool.query(ORDER_FLOW_TRUNCATE);
     await start();
     const accepted: string[] = [];
     const placing = (async () => {
@@ -186,7 +210,11 @@ describe('the hand-written order service of the benchmarks', () => {
 
     const orders = await settled((await outcomes()).length);
     expect(orders.map((order) => order.id)).toEqual(expect.arrayContaining(accepted));
-    expect(orders.filter((order) => order.payments !== 1 || order.history !== 4)).toEqual([]);
+    expect(
+      orders.filter(
+        (order) => order.payments !== 1 || order.history !== 4 || order.version !== 3 || order.timeouts !== 0,
+      ),
+    ).toEqual([]);
   });
 
   it.each([

@@ -10,6 +10,8 @@ export interface OrderEvent {
   properties: Options.Publish & { messageId: string };
   body: Buffer;
   orderingKey: string;
+  /** The key its consumers deduplicate on (also its `rm-idempotency-key` header). */
+  idempotencyKey: string;
 }
 
 /** The message that caused an event, whose ids the event carries on. */
@@ -38,6 +40,7 @@ function orderEvent(
   return {
     routingKey,
     orderingKey: payload.orderId,
+    idempotencyKey,
     body: Buffer.from(JSON.stringify(payload)),
     properties: {
       messageId,
@@ -80,6 +83,79 @@ export function orderPlaced(
     `order-placed:${orderId}`,
     new Date(),
     undefined,
+    appId,
+  );
+}
+
+/** RequestPayment 1.0, the saga's command to the payment gateway; deduplicated on `payment-requested:<orderId>`. */
+export function requestPayment(
+  request: { orderId: string; customerId: string; amountCents: number },
+  cause: Cause,
+  appId: string,
+): OrderEvent {
+  return orderEvent(
+    'payment.requested',
+    '1.0',
+    ROUTING_KEYS.paymentRequested,
+    { ...request },
+    `payment-requested:${request.orderId}`,
+    new Date(),
+    cause,
+    appId,
+  );
+}
+
+/** PaymentCaptured 1.0, the gateway's answer; deduplicated on `payment-captured:<orderId>`. */
+export function paymentCaptured(
+  captured: { orderId: string; paymentId: string; amountCents: number; capturedAt: Date },
+  cause: Cause,
+  appId: string,
+): OrderEvent {
+  const payload = { ...captured, capturedAt: captured.capturedAt.toISOString() };
+  return orderEvent(
+    'payment.captured',
+    '1.0',
+    ROUTING_KEYS.paymentCaptured,
+    payload,
+    `payment-captured:${captured.orderId}`,
+    new Date(),
+    cause,
+    appId,
+  );
+}
+
+/**
+ * PaymentTimedOut 1.0, the timeout the saga schedules for itself when it requests the payment; deduplicated on
+ * `payment-timed-out:<orderId>`.
+ */
+export function paymentTimedOut(orderId: string, cause: Cause, appId: string): OrderEvent {
+  return orderEvent(
+    'order.payment-timed-out',
+    '1.0',
+    ROUTING_KEYS.paymentTimedOut,
+    { orderId },
+    `payment-timed-out:${orderId}`,
+    new Date(),
+    cause,
+    appId,
+  );
+}
+
+/** OrderShipped 1.0, with the amount the receipt states; deduplicated on `order-shipped:<orderId>`. */
+export function orderShipped(
+  shipped: { orderId: string; amountCents: number; shippedAt: Date },
+  cause: Cause,
+  appId: string,
+): OrderEvent {
+  const payload = { ...shipped, shippedAt: shipped.shippedAt.toISOString() };
+  return orderEvent(
+    'order.shipped',
+    '1.0',
+    ROUTING_KEYS.orderShipped,
+    payload,
+    `order-shipped:${shipped.orderId}`,
+    new Date(),
+    cause,
     appId,
   );
 }

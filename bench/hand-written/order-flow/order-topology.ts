@@ -7,7 +7,11 @@ export const HISTORY_PARTITIONS = 4;
 /** The routing keys the service publishes with; a status change's names its history partition. */
 export const ROUTING_KEYS = {
   orderPlaced: 'order.placed',
+  paymentRequested: 'payment.requested',
+  paymentCaptured: 'payment.captured',
+  paymentTimedOut: 'order.payment-timed-out',
   orderPaid: 'order.paid',
+  orderShipped: 'order.shipped',
   statusChanged: (partition: number): string => `order.status-changed.p${partition}`,
 };
 
@@ -25,8 +29,17 @@ export interface ConsumerQueue {
 export interface OrderFlowNames {
   exchange: string;
   deadLetterExchange: string;
+  /** The order saga's step on OrderPlaced, which starts an order's instance. */
+  sagaPlaced: ConsumerQueue;
+  /** The payment gateway, on RequestPayment. */
   payment: ConsumerQueue;
+  /** The order saga's step on PaymentCaptured. */
+  sagaPaymentCaptured: ConsumerQueue;
+  /** Shipping, on OrderPaid. */
   shipping: ConsumerQueue;
+  /** The order saga's step on OrderShipped, which completes the instance. */
+  sagaShipped: ConsumerQueue;
+  /** The receipt, on OrderShipped. */
   receipt: ConsumerQueue;
   history: ConsumerQueue[];
   activity: ConsumerQueue;
@@ -34,7 +47,8 @@ export interface OrderFlowNames {
 
 /**
  * The names and consumer settings: the app's (apps/order-service), so the broker does the same work for both.
- * Payment, shipping and receipt take 10, 5 and 10 at once; the history is ordered by order over
+ * The saga's steps on OrderPlaced, PaymentCaptured and OrderShipped take 10, 5 and 5 at once, the payment gateway
+ * 8, shipping 5 and the receipt 10; the history is ordered by order over
  * HISTORY_PARTITIONS single-active-consumer queues and the activity feed by queue, each one message at a time.
  */
 export function orderFlowNames(namespace: string): OrderFlowNames {
@@ -55,17 +69,34 @@ export function orderFlowNames(namespace: string): OrderFlowNames {
   return {
     exchange: `${namespace}.events`,
     deadLetterExchange: `${namespace}.events.dead-letter`,
-    payment: queue('payment.order-placed', [ROUTING_KEYS.orderPlaced], 10),
+    sagaPlaced: queue('order-saga.order-placed', [ROUTING_KEYS.orderPlaced], 10),
+    payment: queue('payment.payment-requested', [ROUTING_KEYS.paymentRequested], 8),
+    sagaPaymentCaptured: queue('order-saga.payment-captured', [ROUTING_KEYS.paymentCaptured], 5),
     shipping: queue('shipping.order-paid', [ROUTING_KEYS.orderPaid], 5),
-    receipt: queue('receipt.order-paid', [ROUTING_KEYS.orderPaid], 10),
+    sagaShipped: queue('order-saga.order-shipped', [ROUTING_KEYS.orderShipped], 5),
+    receipt: queue('receipt.order-shipped', [ROUTING_KEYS.orderShipped], 10),
     history,
     activity: queue('activity.order-status-changed', ['order.status-changed.*'], 1, true),
   };
 }
 
+/** Every consumer's queue of the service. */
+export function orderFlowQueues(names: OrderFlowNames): ConsumerQueue[] {
+  return [
+    names.sagaPlaced,
+    names.payment,
+    names.sagaPaymentCaptured,
+    names.shipping,
+    names.sagaShipped,
+    names.receipt,
+    ...names.history,
+    names.activity,
+  ];
+}
+
 /** Every queue of the service, dead-letter queues included, and its exchanges: what a cleanup deletes. */
 export function orderFlowBrokerNames(names: OrderFlowNames): string[] {
-  const queues = [names.payment, names.shipping, names.receipt, ...names.history, names.activity];
+  const queues = orderFlowQueues(names);
   return [
     ...queues.flatMap(({ queue }) => [queue, `${queue}.dlq`]),
     names.exchange,
@@ -88,7 +119,7 @@ export async function declareOrderFlow(connection: ChannelModel, names: OrderFlo
   try {
     await channel.assertExchange(names.exchange, 'topic', { durable: true });
     await channel.assertExchange(names.deadLetterExchange, 'direct', { durable: true });
-    for (const consumer of [names.payment, names.shipping, names.receipt, ...names.history, names.activity]) {
+    for (const consumer of orderFlowQueues(names)) {
       const deadLetters = `${consumer.queue}.dlq`;
       await channel.assertQueue(deadLetters, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
       await channel.bindQueue(deadLetters, names.deadLetterExchange, consumer.queue);
