@@ -8,7 +8,8 @@ import {
   type ReliableMessagingModuleOptions,
 } from 'nestjs-reliable-messaging';
 import { MessagingHealth, ReliableMessagingHealthModule } from 'nestjs-reliable-messaging/health';
-import { delayLevelNames, republishQueueName } from 'nestjs-reliable-messaging/operations';
+import { DeadLetterOperations, ReliableMessagingAdminModule } from 'nestjs-reliable-messaging-admin';
+import { DeadLetterMonitor, delayLevelNames, republishQueueName } from 'nestjs-reliable-messaging/operations';
 import { MessagingTestApp } from './support/messaging-app';
 import { TestBroker } from './support/test-broker';
 import { waitFor } from './support/wait-for';
@@ -103,7 +104,7 @@ describe('scheduled messages without an outbox: the delay levels and the republi
     registry = new Registry();
     app = await MessagingTestApp.start(broker, {
       options: options(),
-      imports: [TerminusModule, ReliableMessagingHealthModule],
+      imports: [TerminusModule, ReliableMessagingHealthModule, ReliableMessagingAdminModule],
     });
   });
 
@@ -163,6 +164,7 @@ describe('scheduled messages without an outbox: the delay levels and the republi
 
     app = await MessagingTestApp.start(broker, {
       options: { ...options(), metricsRegistry: new Registry() },
+      imports: [ReliableMessagingAdminModule],
     });
     await audit.waitFor('across-restart');
     expect(audit.seen.get('across-restart')![0]).toBeGreaterThanOrEqual(dueAt);
@@ -239,6 +241,40 @@ describe('scheduled messages without an outbox: the delay levels and the republi
       expect(audit.copies(id)).toBe(0);
     },
   );
+
+  it("reads the republish queue's dead letters where the consumers' are read: the monitor and the operator tools", async () => {
+    const queue = republishQueueName(exchange);
+    const id = `forged-visible-${Math.random().toString(16).slice(2, 8)}`;
+    await broker.publishRaw(
+      {
+        exchange: delayLevelNames(exchange).at(-1)!,
+        routingKey: '0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.1',
+      },
+      JSON.stringify({ id }),
+      {
+        messageId: `00000000-0000-4000-8000-${Date.now().toString(16).padStart(12, '0').slice(-12)}`,
+        type: 'shop.broker-reminder',
+        persistent: true,
+        headers: {
+          'rm-scheduled-for': 'never',
+          'rm-original-exchange': exchange,
+          'rm-original-routing-key': 'shop.broker-reminder',
+          'rm-retry-queue': queue,
+        },
+      },
+    );
+
+    // Health and the dead-letter metrics read the monitor's snapshot; the dlq tools act on knownQueues() only.
+    await waitFor('the republish queue in the monitor, with its dead letter', async () => {
+      const stats = await app!.get(DeadLetterMonitor).read([queue]);
+      return stats[0]?.depth === 1;
+    });
+    expect((await app!.get(DeadLetterMonitor).snapshot()).map((each) => each.queue)).toContain(queue);
+    const operations = app!.get(DeadLetterOperations);
+    expect(operations.knownQueues()).toContain(queue);
+    const { deadLetters } = await operations.list({ queue });
+    expect(deadLetters.map((each) => each.reason)).toEqual(['scheduled-header-invalid']);
+  });
 
   it('refuses at publish() a delay above scheduling.maxDelayMs, and a destination the republisher would not send to', async () => {
     const levelsBefore = await Promise.all(

@@ -29,7 +29,7 @@ export { OutboxPruner } from './outbox/outbox-pruner.service';
 /** The retry topology's names for an exchange, and the granularity of its delays. */
 export { delayLevelNames, deliverExchangeName, DELAY_RESOLUTION_MS } from './retry/delay-levels';
 /** The queue scheduled messages without an outbox come out of the delay levels into (`<exchange>.scheduled`). */
-export { republishQueueName } from './scheduling/broker-delay';
+export { moduleOwnedQueues, republishQueueName } from './scheduling/broker-delay';
 /** Ordering's helpers beyond VersionGuard: the comparison it uses, and the metric of discarded stale messages. */
 export { compareVersions, isNewerVersion, type Version } from './ordering/version';
 export { STALE_MESSAGES_METRIC } from './metrics/messaging-metrics.service';

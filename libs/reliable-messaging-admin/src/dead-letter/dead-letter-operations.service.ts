@@ -12,6 +12,7 @@ import {
   type DeadLetter,
   DeadLetterClaimCheck,
   errorMessage,
+  moduleOwnedQueues,
   payloadValidator,
   RESOLVED_MESSAGING_OPTIONS,
   type ResolvedMessagingOptions,
@@ -90,12 +91,12 @@ export class DeadLetterOperations {
 
   /**
    * The consumer queues of this app (each lane's queue for a consumer with lanes), each with a dead-letter queue
-   * `<queue>.dlq`, and those a tool process declared (DECLARED_DEAD_LETTER_QUEUES): the only queues the
-   * operations act on.
+   * `<queue>.dlq`, the module's own (the republish queue of scheduled messages without an outbox), and those a
+   * tool process declared (DECLARED_DEAD_LETTER_QUEUES): the only queues the operations act on.
    */
   knownQueues(): string[] {
     const own = this.registry.discoveredConsumers.map((consumer) => consumer.queue);
-    return [...new Set([...own, ...(this.declaredQueues ?? [])])];
+    return [...new Set([...own, ...moduleOwnedQueues(this.options), ...(this.declaredQueues ?? [])])];
   }
 
   /**

@@ -1,8 +1,11 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { ChannelModel } from 'amqplib';
 import { ConsumerConnection } from '../amqp/consumer-connection.service';
 import { ProbeChannel } from '../amqp/probe-channel';
 import { ConsumerRegistry } from '../consuming/consumer-registry.service';
+import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
+import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
+import { moduleOwnedQueues } from '../scheduling/broker-delay';
 import { SharedReading } from '../util/shared-reading';
 import { describeQueueError } from './dead-letter-queue';
 import { readDeadLetter } from './dead-letter-record';
@@ -37,12 +40,19 @@ export class DeadLetterMonitor {
   constructor(
     private readonly connection: ConsumerConnection,
     private readonly registry: ConsumerRegistry,
+    @Inject(RESOLVED_MESSAGING_OPTIONS) private readonly options: ResolvedMessagingOptions,
   ) {}
 
-  /** Every consumer's dead-letter queue; concurrent and recent callers share one reading. */
+  /**
+   * Every consumer's dead-letter queue, and those of the module's own queues (moduleOwnedQueues); concurrent and
+   * recent callers share one reading.
+   */
   snapshot(): Promise<DeadLetterQueueStats[]> {
     return this.shared.get(() =>
-      this.read(this.registry.discoveredConsumers.map((consumer) => consumer.queue)),
+      this.read([
+        ...this.registry.discoveredConsumers.map((consumer) => consumer.queue),
+        ...moduleOwnedQueues(this.options),
+      ]),
     );
   }
 

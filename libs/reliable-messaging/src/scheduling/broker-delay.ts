@@ -22,6 +22,18 @@ export function republishQueueName(exchange: string): string {
   return `${exchange}.scheduled`;
 }
 
+/**
+ * The queues the module itself consumes that have a dead-letter queue, beside the app's consumers': the republish
+ * queue when scheduled messages go through the delay levels. Health, metrics and the operator tools read their
+ * dead-letter queues as they read the consumers'.
+ */
+export function moduleOwnedQueues(options: {
+  readonly exchange: string;
+  readonly scheduling: { readonly brokerDelays: boolean };
+}): string[] {
+  return options.scheduling.brokerDelays ? [republishQueueName(options.exchange)] : [];
+}
+
 /** A delay rounded up to the levels' resolution, so that a message never comes out before it is due. */
 export function roundUpDelay(delayMs: number): number {
   return Math.max(DELAY_RESOLUTION_MS, Math.ceil(delayMs / DELAY_RESOLUTION_MS) * DELAY_RESOLUTION_MS);
