@@ -104,22 +104,25 @@ export const SAGA_FLOW_STEPS = [
   'order.shipped',
 ] as const;
 
+/** One message of the order saga's flow. */
+export type SagaFlowStep = (typeof SAGA_FLOW_STEPS)[number];
+
 /**
- * SIGKILL of the app between each two steps of the order saga's flow: for each message of the flow in turn, the
- * app is started with the ack of the first committed delivery of that type held (`FAULT_HOLD_ACK_OF`), and killed
+ * SIGKILL of the app between each two steps of the order saga's flow (the full matrix; `--quick` kills after two
+ * of them): for each of `steps` in turn, the app is started with the ack of the first committed delivery of that type held (`FAULT_HOLD_ACK_OF`), and killed
  * as soon as it holds it: the step's state change, its inbox row and the next step's message are committed, the
  * message is not acknowledged. The redelivered message must be skipped by the inbox, the next step must run once,
  * and every instance must reach its end: none lost, doubled or stuck.
  */
-export function sagaStepKillFault(): Fault {
+export function sagaStepKillFault(steps: readonly SagaFlowStep[] = SAGA_FLOW_STEPS): Fault {
   return {
     name: 'saga-step-kill',
-    description: "SIGKILL of the app after each step of the order saga's flow commits, before its ack",
+    description: `SIGKILL of the app after each step of the order saga's flow commits, before its ack (${steps.join(', ')})`,
     machineWide: false,
     async inject(context) {
       const killed: string[] = [];
       try {
-        for (const type of SAGA_FLOW_STEPS) {
+        for (const type of steps) {
           await context.app.kill('SIGKILL');
           await context.app.start({ [FAULT_HOLD_ACK_OF_ENV]: type });
           const app = context.app.process;

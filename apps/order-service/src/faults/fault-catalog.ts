@@ -1,4 +1,11 @@
-import { appKillFault, relayKillFault, sagaStepKillFault, sigtermFault } from './app-process.faults';
+import {
+  appKillFault,
+  relayKillFault,
+  SAGA_FLOW_STEPS,
+  sagaStepKillFault,
+  sigtermFault,
+  type SagaFlowStep,
+} from './app-process.faults';
 import { brokerStopFault, closeConnectionsFault, diskAlarmFault, memoryAlarmFault } from './broker.faults';
 import {
   connectionLimitFault,
@@ -22,6 +29,8 @@ export interface FaultDurations {
   postgresStopMs: number;
   /** Whether fault 14 runs: starting its 3-node cluster takes from half a minute to two. */
   cluster: boolean;
+  /** The messages of the order saga's flow after whose step the saga fault kills the app, one kill each. */
+  sagaSteps: readonly SagaFlowStep[];
 }
 
 /** What the issue asks for: broker stops of 10 and 60 s, PostgreSQL stopped for 60 s. */
@@ -31,6 +40,7 @@ export const FULL_DURATIONS: FaultDurations = {
   holdMs: 20_000,
   postgresStopMs: 60_000,
   cluster: true,
+  sagaSteps: SAGA_FLOW_STEPS,
 };
 
 /** `--quick` (and `npm test`): one short cycle of each fault. */
@@ -40,6 +50,8 @@ export const QUICK_DURATIONS: FaultDurations = {
   holdMs: 3_000,
   postgresStopMs: 3_000,
   cluster: false,
+  // The saga's start and the step in the middle of its flow: each kill is a restart of the app.
+  sagaSteps: ['order.placed', 'payment.captured'],
 };
 
 /** Every outage held `ms` instead (`--outage <seconds>`), to iterate without long windows. */
@@ -64,7 +76,7 @@ export function faultCatalog(durations: FaultDurations): Fault[] {
     handlerDeadlineFault(), // 12
     poisonMessageFault(), // 13
     ...(durations.cluster ? [clusterLeaderKillFault()] : []), // 14
-    sagaStepKillFault(), // the order saga: a kill between each two steps of its flow
+    sagaStepKillFault(durations.sagaSteps), // the order saga: a kill between two of its flow's steps
   ];
 }
 
