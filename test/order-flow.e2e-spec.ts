@@ -230,6 +230,56 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
     expect(placed.properties.correlationId).toBeUndefined();
   });
 
+  it('shows an order and its saga from one snapshot, when a step commits between reading the one and the other', async () => {
+    const id = (await post(ORDER)).body.id as string;
+    let before: Record<string, unknown> = {};
+    await waitFor('the order shipped, its receipt sent and its saga completed', async () => {
+      before = (await get(`/orders/${id}`)).body;
+      return (
+        before.receiptSent === true && (before.saga as { status?: string } | null)?.status === 'completed'
+      );
+    });
+    const version = (before.saga as { version: number }).version;
+
+    // A step's commit (the order row and the instance in one transaction) lands while the API is between its two
+    // reads: the instance's table is locked until the commit, so the API has read the order and waits for the lock.
+    const step = new Client({ connectionString: database.url });
+    const watcher = new Client({ connectionString: database.url });
+    await step.connect();
+    await watcher.connect();
+    try {
+      await step.query('BEGIN');
+      await step.query('LOCK TABLE rm_saga IN ACCESS EXCLUSIVE MODE');
+      const reading = get(`/orders/${id}`);
+      await waitFor('the API waiting for the saga instance', async () => {
+        const { rows } = await watcher.query(
+          `SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock' AND query LIKE '%rm_saga%'`,
+          [database.name],
+        );
+        return rows.length > 0;
+      });
+      await step.query(`UPDATE orders SET shipped_at = shipped_at + interval '1 second' WHERE id = $1`, [id]);
+      await step.query(
+        `UPDATE rm_saga SET version = version + 1 WHERE saga = 'order-fulfilment' AND correlation_key = $1`,
+        [id],
+      );
+      await step.query('COMMIT');
+      const seen = (await reading).body;
+      expect([seen.shippedAt, (seen.saga as { version: number }).version]).toEqual([
+        before.shippedAt,
+        version,
+      ]);
+      // Read again, both show the commit.
+      const after = (await get(`/orders/${id}`)).body;
+      expect(after.shippedAt).not.toEqual(before.shippedAt);
+      expect((after.saga as { version: number }).version).toBe(version + 1);
+    } finally {
+      await step.query('ROLLBACK').catch(() => undefined);
+      await step.end();
+      await watcher.end();
+    }
+  });
+
   it(`cancels an order whose payment never comes within PAYMENT_TIMEOUT_MS, and publishes OrderCancelled`, async () => {
     const { body } = await post({ ...ORDER, customerId: SILENT_CUSTOMER_ID });
     const id = body.id as string;

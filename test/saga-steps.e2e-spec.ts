@@ -194,6 +194,38 @@ describe('saga steps: an instance started, continued and completed, each step at
     expect(instance?.history.map((entry) => entry.outcome)).toEqual(['started', 'continued']);
   });
 
+  it('reads an instance and its history in one snapshot, when a step commits between the two reads', async () => {
+    await app.publisher.publishNow(placed('o-4'));
+    await atVersion('o-4', 1);
+    const step = db.dataSource.createQueryRunner();
+    await step.connect();
+    try {
+      // The history's table is locked until the "step" commits: find() has read the instance and waits for it.
+      await step.startTransaction();
+      await step.query('LOCK TABLE rm_saga_history IN ACCESS EXCLUSIVE MODE');
+      const reading = instances.find(SAGA, 'o-4');
+      await waitFor('find() waiting for the history', async () => {
+        const rows = await db.dataSource.query<unknown[]>(
+          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' ` +
+            `AND query LIKE '%rm_saga_history%'`,
+        );
+        return rows.length > 0;
+      });
+      await step.query(
+        `WITH bumped AS (UPDATE rm_saga SET version = version + 1 WHERE saga = $1 AND correlation_key = 'o-4' ` +
+          `RETURNING id) DELETE FROM rm_saga_history WHERE saga_id IN (SELECT id FROM bumped)`,
+        [SAGA],
+      );
+      await step.commitTransaction();
+      const instance = await reading;
+      expect([instance?.version, instance?.history.length]).toEqual([1, 1]);
+      expect(await instances.find(SAGA, 'o-4')).toMatchObject({ version: 2, history: [] });
+    } finally {
+      if (step.isTransactionActive) await step.rollbackTransaction();
+      await step.release();
+    }
+  });
+
   it('migrates the saga tables to exactly what their entities describe', async () => {
     const pending = await db.dataSource.driver.createSchemaBuilder().log();
     expect(pending.upQueries.map((query) => query.query).filter((sql) => /rm_saga/.test(sql))).toEqual([]);

@@ -87,7 +87,12 @@ export class OrdersService {
     return order;
   }
 
-  /** The order with its lines and its saga instance, or null when there is no order with that id. */
+  /**
+   * The order with its lines and its saga instance, or null when there is no order with that id. Both are read in
+   * one snapshot: a saga step changes the order and the instance in one commit, and two snapshots could show one
+   * side of it (a completed instance beside a still-placed order).
+   */
+  @Transactional<TransactionalAdapterTypeOrm>({ isolationLevel: 'REPEATABLE READ' })
   async findById(id: string): Promise<{ order: Order; saga: SagaInstanceView | undefined } | null> {
     if (!isUUID(id)) return null;
     const order = await this.txHost.tx.getRepository(Order).findOne({
@@ -96,7 +101,11 @@ export class OrdersService {
       order: { items: { line: 'ASC' } },
     });
     if (!order) return null;
-    return { order, saga: await this.sagas.find(ORDER_SAGA, id, { historyLimit: SAGA_HISTORY_SHOWN }) };
+    const saga = await this.sagas.find(ORDER_SAGA, id, {
+      historyLimit: SAGA_HISTORY_SHOWN,
+      manager: this.txHost.tx,
+    });
+    return { order, saga };
   }
 
   /** Counts of every order by status, and of receipts sent. */

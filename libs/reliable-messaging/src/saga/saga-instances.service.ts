@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { RESOLVED_MESSAGING_OPTIONS } from '../reliable-messaging.constants';
 import type { ResolvedMessagingOptions } from '../options/reliable-messaging.options';
 import { ConfigurationError } from '../errors/configuration.error';
@@ -41,7 +41,8 @@ const MAX_KEY_LENGTH = 1024;
 
 /**
  * Reads saga instances for inspection (an operator's console, a support endpoint, a test), and prunes completed
- * ones. Reads go to the module's DataSource outside any step's transaction: what they show is what has committed.
+ * ones. Reads go to the module's DataSource outside any step's transaction (or, for `find()`, to the caller's): what
+ * they show is what has committed.
  * With `inbox.store: 'memory'` (tests without a database) they read the instances kept in memory instead.
  */
 @Injectable()
@@ -53,16 +54,30 @@ export class SagaInstances {
 
   /**
    * The instance of `sagaName` with `correlationKey`, with its latest `historyLimit` history entries (default 100,
-   * at most 1000), or undefined when there is none (never started, or pruned).
+   * at most 1000), or undefined when there is none (never started, or pruned). The instance and its history are
+   * read in one snapshot: in `manager`'s transaction when given (a `REPEATABLE READ` one shows the instance as of
+   * the caller's other reads in it), else in a `REPEATABLE READ` transaction of its own.
    */
   async find(
     sagaName: string,
     correlationKey: string,
-    { historyLimit = 100 }: { historyLimit?: number } = {},
+    { historyLimit = 100, manager }: { historyLimit?: number; manager?: EntityManager } = {},
   ): Promise<SagaInstanceView | undefined> {
     const limit = Math.min(Math.max(Math.trunc(historyLimit), 0), MAX_HISTORY);
     if (this.inMemory) return this.memory.find(sagaName, correlationKey, limit);
-    const rows = await this.dataSource().query<Array<Omit<SagaInstanceView, 'history'> & { id: string }>>(
+    if (manager) return this.read(manager, sagaName, correlationKey, limit);
+    return this.dataSource().transaction('REPEATABLE READ', (own) =>
+      this.read(own, sagaName, correlationKey, limit),
+    );
+  }
+
+  private async read(
+    manager: EntityManager,
+    sagaName: string,
+    correlationKey: string,
+    limit: number,
+  ): Promise<SagaInstanceView | undefined> {
+    const rows = await manager.query<Array<Omit<SagaInstanceView, 'history'> & { id: string }>>(
       `SELECT "id"::text AS "id", "saga" AS "sagaName", "correlation_key" AS "correlationKey", "status", "state", ` +
         `"version", "created_at" AS "createdAt", "updated_at" AS "updatedAt", "completed_at" AS "completedAt", ` +
         `"timeouts" AS "pendingTimeouts" FROM "rm_saga" WHERE "saga" = $1 AND "correlation_key" = $2`,
@@ -70,7 +85,7 @@ export class SagaInstances {
     );
     const row = rows[0];
     if (!row) return undefined;
-    const history = await this.dataSource().query<SagaHistoryEntry[]>(
+    const history = await manager.query<SagaHistoryEntry[]>(
       `SELECT "version", "message_id" AS "messageId", "message_type" AS "messageType", "step", "outcome", ` +
         `"handled_at" AS "handledAt" FROM (SELECT * FROM "rm_saga_history" WHERE "saga_id" = $1::bigint ` +
         `ORDER BY "id" DESC LIMIT $2) latest ORDER BY "id"`,
