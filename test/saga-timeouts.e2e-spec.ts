@@ -16,6 +16,16 @@ class OrderPaid {
   @IsString() orderId!: string;
 }
 
+/** The payment is on its way (authorised, not yet captured): the order no longer waits for it to time out. */
+@MessageType({
+  type: 'shop.payment-authorised',
+  idempotencyKey: (m: PaymentAuthorised) => `authorised:${m.orderId}:${m.tag}`,
+})
+class PaymentAuthorised {
+  @IsString() orderId!: string;
+  @IsString() tag!: string;
+}
+
 /** The timeout: the payment did not come in time. */
 @MessageType({
   type: 'shop.payment-timed-out',
@@ -32,7 +42,8 @@ const paid = (orderId: string): OrderPaid => Object.assign(new OrderPaid(), { or
 const PAYMENT_TIMEOUT_MS = 1500;
 
 interface PaymentState {
-  outcome: 'waiting' | 'paid' | 'cancelled';
+  outcome: 'waiting' | 'authorised' | 'paid' | 'cancelled';
+  timeoutId?: string;
 }
 
 const SAGA = uniqueQueue('payment-deadline');
@@ -41,12 +52,21 @@ const SAGA = uniqueQueue('payment-deadline');
 @Saga({ name: SAGA, initialState: (): PaymentState => ({ outcome: 'waiting' }) })
 class PaymentDeadline {
   readonly timedOut: string[] = [];
+  /** What each authorisation's cancelTimeout() returned. */
+  readonly cancels: Array<[string, boolean]> = [];
 
   @SagaStep(OrderPlaced, { correlate: (m) => m.orderId, onMissing: 'start', queueType: 'classic' })
   async onPlaced(event: OrderPlaced, saga: SagaContext<PaymentState>): Promise<void> {
-    await saga.requestTimeout(Object.assign(new PaymentTimedOut(), { orderId: event.orderId }), {
-      delayMs: PAYMENT_TIMEOUT_MS,
-    });
+    saga.state.timeoutId = await saga.requestTimeout(
+      Object.assign(new PaymentTimedOut(), { orderId: event.orderId }),
+      { delayMs: PAYMENT_TIMEOUT_MS },
+    );
+  }
+
+  @SagaStep(PaymentAuthorised, { correlate: (m) => m.orderId, queueType: 'classic' })
+  onAuthorised(event: PaymentAuthorised, saga: SagaContext<PaymentState>): void {
+    saga.state.outcome = 'authorised';
+    this.cancels.push([event.tag, saga.cancelTimeout(saga.state.timeoutId ?? '')]);
   }
 
   @SagaStep(OrderPaid, { correlate: (m) => m.orderId, queueType: 'classic' })
@@ -148,5 +168,48 @@ describe('saga timeouts: scheduled messages an instance waits for, cancelled whe
       async () => (await instances.find(SAGA, 'sentinel'))?.status === 'completed',
     );
     expect(saga.timedOut).toEqual(['late', 'sentinel']);
+  });
+
+  it('cancels one timeout in a step that leaves the instance active, so it never arrives', async () => {
+    await app.publisher.publishNow(placed('authorised'));
+    await waitFor(
+      'the timeout scheduled',
+      async () => (await instances.find(SAGA, 'authorised'))?.pendingTimeouts.length === 1,
+    );
+    const [timeout] = (await instances.find(SAGA, 'authorised'))!.pendingTimeouts;
+    const authorised = (tag: string): PaymentAuthorised =>
+      Object.assign(new PaymentAuthorised(), { orderId: 'authorised', tag });
+
+    await app.publisher.publishNow(authorised('first'));
+    await waitFor('the authorisation handled', async () => saga.cancels.length === 1);
+    await waitFor(
+      'the instance at version 2',
+      async () => (await instances.find(SAGA, 'authorised'))?.version === 2,
+    );
+    expect(await instances.find(SAGA, 'authorised')).toMatchObject({
+      status: 'active',
+      state: { outcome: 'authorised' },
+      pendingTimeouts: [],
+    });
+    const [{ n }] = await db.dataSource.query<Array<{ n: number }>>(
+      `SELECT (SELECT count(*) FROM rm_scheduled WHERE message_id = $1) + ` +
+        `(SELECT count(*) FROM rm_outbox WHERE message_id = $1) AS n`,
+      [timeout.messageId],
+    );
+    expect(Number(n)).toBe(0);
+
+    // A second cancel of the same timeout finds nothing to cancel.
+    await app.publisher.publishNow(authorised('second'));
+    await waitFor('the second authorisation handled', async () => saga.cancels.length === 2);
+    expect(saga.cancels).toEqual([
+      ['first', true],
+      ['second', false],
+    ]);
+
+    // A later order's timeout, due after the cancelled one would have been, fires: the cancelled one did not.
+    await app.publisher.publishNow(placed('sentinel-2'));
+    await waitFor("the second sentinel's timeout handled", async () => saga.timedOut.includes('sentinel-2'));
+    expect(saga.timedOut).not.toContain('authorised');
+    expect((await instances.find(SAGA, 'authorised'))?.status).toBe('active');
   });
 });

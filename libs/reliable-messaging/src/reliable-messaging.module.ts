@@ -128,6 +128,7 @@ import { ScheduledWriter } from './scheduling/scheduled-writer.service';
       useFactory: (publisher: MessagePublisher, scheduled: ScheduledMessages): SagaTimeoutServices => ({
         publisher,
         scheduled,
+        now: () => Date.now(),
       }),
       inject: [MessagePublisher, ScheduledMessages],
     },

@@ -27,6 +27,8 @@ export interface OrderSagaState {
   stage: OrderSagaStage;
   customerId: string;
   amountCents: number;
+  /** The payment timeout's message id, while the saga waits for it: what the payment cancels. */
+  paymentTimeoutId?: string;
   /** The captured payment, once there is one: what a refund refunds. */
   paymentId?: string;
   cancelReason?: CancelReason;
@@ -88,7 +90,9 @@ export class OrderSaga {
         amountCents: event.totalCents,
       }),
     );
-    await saga.requestTimeout(PaymentTimedOut.of(event.orderId), { delayMs: this.config.paymentTimeoutMs });
+    saga.state.paymentTimeoutId = await saga.requestTimeout(PaymentTimedOut.of(event.orderId), {
+      delayMs: this.config.paymentTimeoutMs,
+    });
   }
 
   @SagaStep(PaymentCaptured, { correlate: byOrder, queue: QUEUES.sagaPaymentCaptured, concurrency: 5 })
@@ -101,6 +105,9 @@ export class OrderSaga {
     if (!order) throw new OrderNotFoundError(event.orderId);
     saga.state.stage = 'shipping';
     saga.state.paymentId = event.paymentId;
+    // Paid in time: the timeout is cancelled with this step's commit (one already due still arrives, to no effect).
+    if (saga.state.paymentTimeoutId !== undefined) saga.cancelTimeout(saga.state.paymentTimeoutId);
+    delete saga.state.paymentTimeoutId;
     await this.publisher.publishAll([
       OrderPaid.of({
         orderId: event.orderId,
@@ -114,7 +121,7 @@ export class OrderSaga {
 
   @SagaStep(PaymentTimedOut, { correlate: byOrder, queue: QUEUES.sagaPaymentTimedOut, concurrency: 2 })
   async onPaymentTimedOut(event: PaymentTimedOut, saga: SagaContext<OrderSagaState>): Promise<void> {
-    // Paid in time: the timeout stays pending until the instance completes, and means nothing once paid.
+    // A timeout that was already due when the payment came arrives anyway, and means nothing once paid.
     if (saga.state.stage !== 'awaiting-payment') return;
     await this.cancel(event.orderId, 'payment-timeout', saga);
   }

@@ -34,6 +34,13 @@ export interface SagaContext<S extends object = Record<string, unknown>> extends
    * it to this instance by its key. Resolves with its message id. Needs the module's `dataSource`.
    */
   requestTimeout(message: object, when: { delayMs: number } | { deliverAt: Date }): Promise<string>;
+  /**
+   * Stops waiting for the timeout `requestTimeout()` resolved with `messageId` (keep it in the state): when this
+   * step commits, its scheduled message is cancelled in the same transaction. Returns false when the instance does
+   * not wait for it (it arrived, or was cancelled before). A timeout already due has entered the outbox and still
+   * arrives: its step should find nothing left to do.
+   */
+  cancelTimeout(messageId: string): boolean;
   /** The timeouts the instance waits for, as this step leaves them. */
   readonly pendingTimeouts: readonly SagaTimeout[];
 }

@@ -14,6 +14,8 @@ export interface SagaStepRun {
   timeouts: SagaTimeout[];
   /** Schedules a timeout in the step's transaction and records it in `timeouts`. */
   requestTimeout(message: object, when: { delayMs: number } | { deliverAt: Date }): Promise<string>;
+  /** Drops a timeout from `timeouts`, to be cancelled once the step's write has won; false when not waited for. */
+  cancelTimeout(messageId: string): boolean;
 }
 
 /**
@@ -62,6 +64,10 @@ export class SagaStepContext extends DeliveryContext implements SagaContext<obje
 
   requestTimeout(message: object, when: { delayMs: number } | { deliverAt: Date }): Promise<string> {
     return this.run.requestTimeout(message, when);
+  }
+
+  cancelTimeout(messageId: string): boolean {
+    return this.run.cancelTimeout(messageId);
   }
 
   get pendingTimeouts(): readonly SagaTimeout[] {

@@ -7,7 +7,7 @@ import type { StageDependencies } from '../pipeline/pipeline-stage';
 import { correlationKey } from './saga-correlation';
 import { serialiseState } from './saga-state';
 import { SagaStepContext, type SagaStepRun } from './saga-step-context';
-import type { SagaOutcome } from './saga-store';
+import type { SagaOutcome, SagaTimeout } from './saga-store';
 
 const logger = new Logger('ReliableMessaging');
 
@@ -63,6 +63,7 @@ export function sagaStage(
       );
     }
     const requested: string[] = [];
+    const dropped: SagaTimeout[] = [];
     const run: SagaStepRun = {
       sagaName: step.saga,
       correlationKey: key,
@@ -74,18 +75,24 @@ export function sagaStage(
       requestTimeout: async (timeout, when) => {
         const { messageId } = await deps.sagas().publisher.publish(timeout, { ...when, manager });
         requested.push(messageId);
-        const dueAt = 'deliverAt' in when ? when.deliverAt : new Date(Date.now() + when.delayMs);
+        const dueAt = 'deliverAt' in when ? when.deliverAt : new Date(deps.sagas().now() + when.delayMs);
         run.timeouts.push({ messageId, dueAt: dueAt.toISOString() });
         return messageId;
+      },
+      cancelTimeout: (messageId) => {
+        const index = run.timeouts.findIndex((timeout) => timeout.messageId === messageId);
+        if (index < 0) return false;
+        dropped.push(...run.timeouts.splice(index, 1));
+        return true;
       },
     };
     delivery.contextFactory = (...args) => new SagaStepContext(run, ...args);
     try {
       await next(delivery);
-      // Completing cancels the timeouts still waited for, once the write has won: in the step's transaction with
-      // the database, so a timeout already due has entered the outbox and arrives anyway, to meet the step's
-      // onCompleted policy.
-      const cancelling = run.completing ? run.timeouts : [];
+      // The timeouts the step dropped, and on completion those still waited for, are cancelled once the write has
+      // won: in the step's transaction with the database, so a timeout already due has entered the outbox and
+      // arrives anyway, to meet its step (or, completed, the step's onCompleted policy).
+      const cancelling = run.completing ? [...dropped, ...run.timeouts] : dropped;
       if (run.completing) run.timeouts = [];
       const outcome: SagaOutcome = run.completing ? 'completed' : found ? 'continued' : 'started';
       const written = await store.write(manager, {

@@ -26,6 +26,11 @@ class Noted {
   @IsString() orderId!: string;
 }
 
+@MessageType({ type: 'checkout.authorised', idempotencyKey: (m: Authorised) => `authorised:${m.orderId}` })
+class Authorised {
+  @IsString() orderId!: string;
+}
+
 @MessageType({
   type: 'checkout.payment-timed-out',
   idempotencyKey: (m: TimedOut) => `timed-out:${m.orderId}`,
@@ -57,6 +62,7 @@ interface CheckoutState {
 class Checkout {
   readonly timedOut: string[] = [];
   failPlacedAfterTimeout = 0;
+  failAuthorisedAfterCancel = 0;
 
   @SagaStep(Placed, { correlate: (m) => m.orderId, onMissing: 'start' })
   async onPlaced(event: Placed, saga: SagaContext<CheckoutState>): Promise<void> {
@@ -71,6 +77,16 @@ class Checkout {
   onPaid(_event: Paid, saga: SagaContext<CheckoutState>): void {
     saga.state.outcome = 'paid';
     saga.complete();
+  }
+
+  /** The payment is on its way: the order stops waiting for its timeout, and stays active. */
+  @SagaStep(Authorised, { correlate: (m) => m.orderId })
+  onAuthorised(_event: Authorised, saga: SagaContext<CheckoutState>): void {
+    for (const { messageId } of saga.pendingTimeouts) saga.cancelTimeout(messageId);
+    if (this.failAuthorisedAfterCancel > 0) {
+      this.failAuthorisedAfterCancel--;
+      throw new Error('the payment store is unavailable');
+    }
   }
 
   @SagaStep(Noted, { correlate: (m) => m.orderId, onMissing: 'ignore', onCompleted: 'dead-letter' })
@@ -185,6 +201,38 @@ describe('sagas on the testing module without a database: instances in memory, t
     expect(harness.published.filter((record) => record.type === 'checkout.payment-timed-out')).toHaveLength(
       0,
     );
+  });
+
+  it('cancels one timeout from a step that leaves the instance active, once that step has succeeded', async () => {
+    checkout.failAuthorisedAfterCancel = 1;
+    await harness.deliver(queue('placed'), of(Placed, { orderId: 'o-authorised' }));
+    const failed = await harness.deliver(queue('authorised'), of(Authorised, { orderId: 'o-authorised' }));
+    expect(failed).toMatchObject({ kind: 'retried', nextAttempt: 2 });
+    // The failed run's cancel is undone with the rest of it: the instance still waits.
+    expect((await harness.sagas.find('checkout', 'o-authorised'))?.pendingTimeouts).toHaveLength(1);
+
+    await harness.clock.advance(failed.kind === 'retried' ? failed.delayMs : 0);
+    expect(await harness.sagas.find('checkout', 'o-authorised')).toMatchObject({
+      status: 'active',
+      version: 2,
+      pendingTimeouts: [],
+    });
+    await harness.clock.advance(PAYMENT_TIMEOUT_MS * 2);
+    expect(timeoutsConsumed()).toHaveLength(0);
+    expect(checkout.timedOut).toEqual([]);
+  });
+
+  it('counts a timeout’s delay from the test’s time once the clock has moved, not from the app’s', async () => {
+    await harness.clock.advance(10 * PAYMENT_TIMEOUT_MS);
+    const placedAt = harness.clock.now().getTime();
+    await harness.deliver(queue('placed'), of(Placed, { orderId: 'o-moved' }));
+    const [timeout] = (await harness.sagas.find('checkout', 'o-moved'))!.pendingTimeouts;
+    expect(Date.parse(timeout.dueAt) - placedAt).toBeGreaterThanOrEqual(PAYMENT_TIMEOUT_MS);
+
+    await harness.clock.advance(PAYMENT_TIMEOUT_MS - 1_000);
+    expect(timeoutsConsumed()).toHaveLength(0);
+    await harness.clock.advance(2_000);
+    expect(checkout.timedOut).toEqual(['o-moved']);
   });
 
   it('handles a duplicate of a message once: one version, one timeout', async () => {

@@ -7,7 +7,7 @@ import { dueTime, type ScheduledDelivery } from '../scheduling/scheduled-deliver
 /** A message published with `deliverAt` or `delayMs`, waiting for the test's clock. */
 export interface WaitingMessage {
   readonly message: OutboundMessage;
-  /** When it is due (epoch ms, on the app's clock, as the module computes it). */
+  /** When it is due (epoch ms, on the test's clock). */
   readonly dueAt: number;
   /** Its place among messages due at the same moment: the order they were scheduled in. */
   readonly sequence: number;
@@ -17,8 +17,8 @@ export interface WaitingMessage {
  * The scheduled messages of the testing module without a database, held for the harness's clock instead of the
  * `rm_scheduled` table: `publish(message, { delayMs | deliverAt })` writes here (in place of ScheduledWriter),
  * saga timeouts are cancelled here (in place of ScheduledMessages), and `harness.clock.advance()` sends each as its
- * time comes. The clock runs ahead of the app's clock by what the test has advanced, so due times the module
- * computes from `Date.now()` (a saga's `pendingTimeouts`) line up with it.
+ * time comes. The clock runs ahead of the app's clock by what the test has advanced; a `delayMs` counts from the
+ * test's time, as a saga's `pendingTimeouts` do, so a delay asked for after the clock moved is as long as asked.
  */
 export class MemoryScheduledMessages {
   /** Scheduled messages can be written: the publisher checks this as it checks ScheduledWriter's. */
@@ -39,7 +39,7 @@ export class MemoryScheduledMessages {
     delivery: ScheduledDelivery,
     _manager?: EntityManager,
   ): Promise<void> {
-    const dueAt = dueTime(delivery);
+    const dueAt = dueTime(delivery, this.now());
     for (const message of messages) this.waiting.push({ message, dueAt, sequence: ++this.sequence });
     return Promise.resolve();
   }

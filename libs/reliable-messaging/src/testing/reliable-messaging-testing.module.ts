@@ -107,6 +107,7 @@ function onTestClock(messaging: DynamicModule, scheduled: MemoryScheduledMessage
       ): SagaTimeoutServices => ({
         publisher,
         scheduled: options.dataSource ? scheduledMessages : scheduled,
+        now: options.dataSource ? () => Date.now() : () => scheduled.now(),
       }),
       inject: [RESOLVED_MESSAGING_OPTIONS, MessagePublisher, ScheduledMessages],
     },
