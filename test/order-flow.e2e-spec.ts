@@ -249,12 +249,17 @@ describe('order flow: the order service as a process, against the real RabbitMQ 
     await watcher.connect();
     try {
       await step.query('BEGIN');
+      const {
+        rows: [{ pid }],
+      } = await step.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
       await step.query('LOCK TABLE rm_saga IN ACCESS EXCLUSIVE MODE');
       const reading = get(`/orders/${id}`);
+      // The API's read of the instance (its select list is its own), held by this lock: no other saga reader.
       await waitFor('the API waiting for the saga instance', async () => {
         const { rows } = await watcher.query(
-          `SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock' AND query LIKE '%rm_saga%'`,
-          [database.name],
+          `SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND $2 = ANY(pg_blocking_pids(pid)) ` +
+            `AND query LIKE '%"timeouts" AS "pendingTimeouts" FROM "rm_saga"%'`,
+          [database.name, pid],
         );
         return rows.length > 0;
       });

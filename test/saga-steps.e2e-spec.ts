@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { IsBoolean, IsOptional, IsString } from 'class-validator';
+import { DataSource } from 'typeorm';
 import {
   MessagePublisher,
   MessageType,
@@ -194,36 +195,52 @@ describe('saga steps: an instance started, continued and completed, each step at
     expect(instance?.history.map((entry) => entry.outcome)).toEqual(['started', 'continued']);
   });
 
-  it('reads an instance and its history in one snapshot, when a step commits between the two reads', async () => {
-    await app.publisher.publishNow(placed('o-4'));
-    await atVersion('o-4', 1);
-    const step = db.dataSource.createQueryRunner();
-    await step.connect();
-    try {
-      // The history's table is locked until the "step" commits: find() has read the instance and waits for it.
-      await step.startTransaction();
-      await step.query('LOCK TABLE rm_saga_history IN ACCESS EXCLUSIVE MODE');
-      const reading = instances.find(SAGA, 'o-4');
-      await waitFor('find() waiting for the history', async () => {
-        const rows = await db.dataSource.query<unknown[]>(
-          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' ` +
-            `AND query LIKE '%rm_saga_history%'`,
+  it.each([
+    ['o-4', 'in a transaction of its own'],
+    ['o-5', 'given a manager outside any transaction'],
+  ])(
+    'reads an instance (%s) and its history in one snapshot, %s, when a step commits between the two reads',
+    async (key, how) => {
+      await app.publisher.publishNow(placed(key));
+      await atVersion(key, 1);
+      const step = db.dataSource.createQueryRunner();
+      await step.connect();
+      try {
+        // The history's table is locked until the "step" commits: find() has read the instance and waits for it.
+        await step.startTransaction();
+        const [{ pid }] = (await step.query('SELECT pg_backend_pid() AS pid')) as Array<{ pid: number }>;
+        await step.query('LOCK TABLE rm_saga_history IN ACCESS EXCLUSIVE MODE');
+        const manager = how.startsWith('given') ? db.dataSource.manager : undefined;
+        const reading = instances.find(SAGA, key, { manager });
+        await waitFor('find() waiting for the history', async () => {
+          const rows = await db.dataSource.query<unknown[]>(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND $1 = ANY(pg_blocking_pids(pid)) ` +
+              `AND query LIKE '%FROM "rm_saga_history" WHERE "saga_id" = $1::bigint%'`,
+            [pid],
+          );
+          return rows.length > 0;
+        });
+        await step.query(
+          `WITH bumped AS (UPDATE rm_saga SET version = version + 1 WHERE saga = $1 AND correlation_key = $2 ` +
+            `RETURNING id) DELETE FROM rm_saga_history WHERE saga_id IN (SELECT id FROM bumped)`,
+          [SAGA, key],
         );
-        return rows.length > 0;
-      });
-      await step.query(
-        `WITH bumped AS (UPDATE rm_saga SET version = version + 1 WHERE saga = $1 AND correlation_key = 'o-4' ` +
-          `RETURNING id) DELETE FROM rm_saga_history WHERE saga_id IN (SELECT id FROM bumped)`,
-        [SAGA],
-      );
-      await step.commitTransaction();
-      const instance = await reading;
-      expect([instance?.version, instance?.history.length]).toEqual([1, 1]);
-      expect(await instances.find(SAGA, 'o-4')).toMatchObject({ version: 2, history: [] });
-    } finally {
-      if (step.isTransactionActive) await step.rollbackTransaction();
-      await step.release();
-    }
+        await step.commitTransaction();
+        const instance = await reading;
+        expect([instance?.version, instance?.history.length]).toEqual([1, 1]);
+        expect(await instances.find(SAGA, key)).toMatchObject({ version: 2, history: [] });
+      } finally {
+        if (step.isTransactionActive) await step.rollbackTransaction();
+        await step.release();
+      }
+    },
+  );
+
+  it("refuses to read in a transaction of another DataSource than the module's", async () => {
+    const other = new DataSource({ type: 'postgres' });
+    await expect(instances.find(SAGA, 'o-1', { manager: other.manager })).rejects.toThrow(
+      "find(): the manager belongs to another DataSource than the module's dataSource option",
+    );
   });
 
   it('migrates the saga tables to exactly what their entities describe', async () => {

@@ -106,7 +106,10 @@ export class OrderSaga {
     saga.state.stage = 'shipping';
     saga.state.paymentId = event.paymentId;
     // Paid in time: the timeout is cancelled with this step's commit (one already due still arrives, to no effect).
-    if (saga.state.paymentTimeoutId !== undefined) saga.cancelTimeout(saga.state.paymentTimeoutId);
+    // An instance started before the id was kept waits for no other timeout: all of its pending ones go.
+    const { paymentTimeoutId } = saga.state;
+    const timeouts = paymentTimeoutId ? [paymentTimeoutId] : saga.pendingTimeouts.map((t) => t.messageId);
+    for (const messageId of timeouts) saga.cancelTimeout(messageId);
     delete saga.state.paymentTimeoutId;
     await this.publisher.publishAll([
       OrderPaid.of({

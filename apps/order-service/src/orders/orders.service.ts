@@ -92,9 +92,12 @@ export class OrdersService {
    * one snapshot: a saga step changes the order and the instance in one commit, and two snapshots could show one
    * side of it (a completed instance beside a still-placed order).
    */
-  @Transactional<TransactionalAdapterTypeOrm>({ isolationLevel: 'REPEATABLE READ' })
   async findById(id: string): Promise<{ order: Order; saga: SagaInstanceView | undefined } | null> {
-    if (!isUUID(id)) return null;
+    return isUUID(id) ? this.readOrder(id) : null;
+  }
+
+  @Transactional<TransactionalAdapterTypeOrm>({ isolationLevel: 'REPEATABLE READ' })
+  private async readOrder(id: string): Promise<{ order: Order; saga: SagaInstanceView | undefined } | null> {
     const order = await this.txHost.tx.getRepository(Order).findOne({
       where: { id },
       relations: { items: true },

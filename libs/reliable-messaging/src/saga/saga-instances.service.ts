@@ -41,8 +41,8 @@ const MAX_KEY_LENGTH = 1024;
 
 /**
  * Reads saga instances for inspection (an operator's console, a support endpoint, a test), and prunes completed
- * ones. Reads go to the module's DataSource outside any step's transaction (or, for `find()`, to the caller's): what
- * they show is what has committed.
+ * ones. Reads go to the module's DataSource outside any step's transaction: what they show is what has committed
+ * (and, for a `find()` in the caller's transaction, what that transaction wrote).
  * With `inbox.store: 'memory'` (tests without a database) they read the instances kept in memory instead.
  */
 @Injectable()
@@ -56,7 +56,7 @@ export class SagaInstances {
    * The instance of `sagaName` with `correlationKey`, with its latest `historyLimit` history entries (default 100,
    * at most 1000), or undefined when there is none (never started, or pruned). The instance and its history are
    * read in one snapshot: in `manager`'s transaction when given (a `REPEATABLE READ` one shows the instance as of
-   * the caller's other reads in it), else in a `REPEATABLE READ` transaction of its own.
+   * the caller's other reads in it, and what it wrote), else in a `REPEATABLE READ` transaction of its own.
    */
   async find(
     sagaName: string,
@@ -65,8 +65,14 @@ export class SagaInstances {
   ): Promise<SagaInstanceView | undefined> {
     const limit = Math.min(Math.max(Math.trunc(historyLimit), 0), MAX_HISTORY);
     if (this.inMemory) return this.memory.find(sagaName, correlationKey, limit);
-    if (manager) return this.read(manager, sagaName, correlationKey, limit);
-    return this.dataSource().transaction('REPEATABLE READ', (own) =>
+    if (manager && manager.connection !== this.dataSource()) {
+      throw new ConfigurationError(
+        "find(): the manager belongs to another DataSource than the module's dataSource option",
+      );
+    }
+    // A manager outside a transaction would read in two snapshots: it gets a transaction of its own, as without one.
+    if (manager?.queryRunner?.isTransactionActive) return this.read(manager, sagaName, correlationKey, limit);
+    return (manager ?? this.dataSource().manager).transaction('REPEATABLE READ', (own) =>
       this.read(own, sagaName, correlationKey, limit),
     );
   }

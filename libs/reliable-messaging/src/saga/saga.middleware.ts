@@ -80,9 +80,11 @@ export function sagaStage(
         return messageId;
       },
       cancelTimeout: (messageId) => {
-        const index = run.timeouts.findIndex((timeout) => timeout.messageId === messageId);
-        if (index < 0) return false;
-        dropped.push(...run.timeouts.splice(index, 1));
+        const found = run.timeouts.find((timeout) => timeout.messageId === messageId);
+        if (!found) return false;
+        // A new array: a step may be walking `pendingTimeouts` (this one) as it cancels.
+        run.timeouts = run.timeouts.filter((timeout) => timeout !== found);
+        dropped.push(found);
         return true;
       },
     };
