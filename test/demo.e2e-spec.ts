@@ -19,11 +19,17 @@ describe('the demo (npm run demo)', () => {
   });
 
   it('settles every order, dead-letters every malformed message with its reason, holds every scenario, exits 0 and leaves nothing behind', async () => {
-    const demo = ChildApp.start(DEMO, { args: ['--orders', '40', '--timeout', '30'] });
+    // The settle timeout is an upper bound, not a target: the demo exits once settled. It shares the machine's
+    // PostgreSQL (100 connections) with another spec's app, and may wait for connections.
+    const demo = ChildApp.start(DEMO, { args: ['--orders', '40', '--timeout', '90'] });
 
-    const exit = await demo.waitForExit(60_000);
+    const exit = await demo.waitForExit(150_000);
 
-    expect({ exit, output: demo.lines.slice(-20) }).toMatchObject({ exit: { code: 0 } });
+    // On a failure, the demo's own report says why.
+    expect({ exit, report: exit.code === 0 ? [] : demo.stdout.slice(-15) }).toEqual({
+      exit: expect.objectContaining({ code: 0 }),
+      report: [],
+    });
     // 40 through the API, the one with a large note, and the order the poison message was meant for.
     expect(demo.stdout).toContain(
       'OK: all 42 orders were paid, shipped and sent a receipt, and the 6 bad message(s) were dead-lettered with the expected reasons; 5 scenario check(s) held.',
@@ -67,7 +73,7 @@ describe('the demo (npm run demo)', () => {
     const { namespace, database } = environmentOf(demo);
     expect(await databaseExists(database)).toBe(false);
     expect(brokerObjectsUnder(namespace)).toEqual([]);
-  });
+  }, 180_000);
 
   it('exits 1 within its timeout, saying what is missing, when the orders cannot settle in time', async () => {
     const demo = ChildApp.start(DEMO, { args: ['--orders', '5000', '--timeout', '2'] });
